@@ -1,0 +1,55 @@
+"""Sandbox backends, chosen by a short name. `make_sandbox(task)` gives an unstarted sandbox whose /app
+is seeded from the task's environment/ folder."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from pathlib import Path
+
+from coevo import Sandbox
+from coevo.sandbox.bwrap import Limits, Mount
+from coevo.tasks.task import Task
+
+BACKENDS = {"local": "coevo.sandbox.local.LocalSandbox"}
+
+__all__ = ["BACKENDS", "Limits", "Mount", "make_sandbox", "seed_app", "task_limits"]
+
+
+def make_sandbox(task: Task, backend: str = "local", **options) -> Sandbox:
+    """An unstarted sandbox for one episode of `task`. Options go to the backend (timeout, output_cap)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown sandbox backend '{backend}'; valid: {', '.join(BACKENDS)}")
+    module, _, name = BACKENDS[backend].rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    task.env.require_local(task.name)
+    sandbox = cls(env=task.env.env, hidden=hidden_paths(task), limits=task_limits(task),
+                  workdir=str(task.env.workdir), **options)
+    seed_app(task, sandbox.app_dir)
+    return sandbox
+
+
+def hidden_paths(task: Task) -> list[Path]:
+    """The task's own folder and its siblings hold tests and solutions: the agent must not see them."""
+    path = task.path.resolve()
+    return [path.parent, path]
+
+
+def task_limits(task: Task) -> Limits:
+    return Limits(cpu_sec=int(max(60, task.config.agent.timeout_sec)),
+                  address_space_mb=max(256, task.config.environment.memory_mb))
+
+
+def seed_app(task: Task, app_dir: Path) -> None:
+    """Do what the Dockerfile's COPY lines would have done, into the host folder bound at /app."""
+    for copy in task.env.copies:
+        target = app_dir / copy.dest.relative_to("/app")
+        for source in copy.sources:
+            dest = target / source.name if copy.into_dir and not source.is_dir() else target
+            if source.is_dir():
+                shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+            else:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, dest, follow_symlinks=False)
+    workdir = app_dir / task.env.workdir.relative_to("/app")
+    workdir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,143 @@
+"""The local backend: bubblewrap namespaces around one persistent bash per episode."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from coevo import ExecResult
+from coevo.errors import SandboxError
+from coevo.sandbox.bwrap import NOBODY, PATH, Limits, Mount, as_root, bwrap_argv
+from coevo.sandbox.shell import STATE_DIR, CappedOutput, Shell, ShellDied
+
+DEFAULT_ENV = {"PATH": PATH, "HOME": "/tmp", "USER": "nobody", "LOGNAME": "nobody", "LANG": "C.UTF-8",
+               "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+
+
+class LocalSandbox:
+    """A private /app (seeded by the caller into `app_dir`), a private /tmp, and one bash session.
+
+    `app_dir` may be given to reuse an existing folder (the verifier runs on the agent's final /app);
+    the sandbox then never deletes it.
+    """
+
+    def __init__(
+        self,
+        app_dir: Path | None = None,
+        env: dict[str, str] | None = None,
+        mounts: list[Mount] | None = None,
+        hidden: list[Path] | None = None,
+        limits: Limits = Limits(),
+        output_cap: int = 16_384,
+        timeout: float = 30.0,
+        workdir: str = "/app",
+    ):
+        self.workspace = Path(tempfile.mkdtemp(prefix="coevo-sbx-"))
+        self.app_dir = app_dir or self.workspace / "app"
+        self._owns_app = app_dir is None
+        self.env = {**DEFAULT_ENV, **(env or {})}
+        self.mounts = mounts or []
+        self.hidden = hidden or []
+        self.limits, self.output_cap, self.timeout, self.workdir = limits, output_cap, timeout, workdir
+        self.uid = NOBODY if as_root() else os.getuid()
+        self._shell: Shell | None = None
+        for sub in ("app", "tmp", "state"):
+            (self.workspace / sub).mkdir(exist_ok=True)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        if as_root():
+            chown_tree(self.app_dir, self.uid)
+            for sub in ("tmp", "state"):
+                os.chown(self.workspace / sub, self.uid, self.uid)
+            for mount in self.mounts:
+                if mount.writable:
+                    chown_tree(mount.host, self.uid)
+        self._spawn()
+
+    def _spawn(self) -> None:
+        mounts = [Mount(self.app_dir, "/app", True), Mount(self.workspace / "tmp", "/tmp", True),
+                  Mount(self.workspace / "state", STATE_DIR, True), *self.mounts]
+        argv = bwrap_argv(mounts, self.hidden, self.env, self.workdir, self.uid, self.limits)
+        try:
+            self._shell = Shell(argv)
+            ready = self._shell.read_until_sentinel(time.monotonic() + 30, CappedOutput(4096))
+        except (OSError, ShellDied, ValueError) as e:
+            raise SandboxError(f"the sandbox shell did not start: {e}") from e
+        if ready is None:
+            raise SandboxError("the sandbox shell did not start within 30 s")
+
+    def close(self) -> None:
+        """Kill every process in the sandbox, then remove its temporary folders. Idempotent."""
+        self.stop()
+        if self.workspace.exists():
+            shutil.rmtree(self.workspace, ignore_errors=True)
+
+    def stop(self) -> None:
+        """Kill every process but keep the files (the verifier reads the final /app)."""
+        if self._shell is not None:
+            self._shell.kill()
+            self._shell = None
+
+    def __enter__(self) -> LocalSandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- commands ----------------------------------------------------------------------------------
+    def run(self, command: str, timeout: float | None = None) -> ExecResult:
+        return self._run(command, timeout or self.timeout, self.output_cap)
+
+    def _run(self, command: str, timeout: float, cap: int) -> ExecResult:
+        if self._shell is None:
+            raise SandboxError("run() on a sandbox that is not started (or already closed)")
+        out, started = CappedOutput(cap), time.monotonic()
+        try:
+            self._shell.send(command)
+            done = self._shell.read_until_sentinel(started + timeout, out)
+        except (ShellDied, BrokenPipeError) as e:
+            code = e.args[0] if isinstance(e, ShellDied) else None
+            self._restart()
+            return ExecResult(out.text(), code, time.monotonic() - started, restarted=True,
+                              omitted_bytes=out.omitted)
+        if done is None:  # past the deadline: kill the command and everything it started
+            self._restart()
+            text = out.text() + f"\n[command timed out after {timeout:g} s and was killed]"
+            return ExecResult(text, None, time.monotonic() - started, timed_out=True, restarted=True,
+                              omitted_bytes=out.omitted)
+        return ExecResult(out.text(), done[0], time.monotonic() - started, omitted_bytes=out.omitted)
+
+    def _restart(self) -> None:
+        """A new shell in the same /app and /tmp, with the last saved cwd and exports."""
+        self.stop()
+        self._spawn()
+
+    # -- files (through the shell, so symlinks resolve inside the sandbox, never on the host) --------
+    def read_file(self, path: str) -> bytes:
+        result = self._run(f"base64 -w0 -- {shlex.quote(path)}", self.timeout, 1 << 30)
+        if result.exit_code != 0:
+            raise FileNotFoundError(f"{path} (in the sandbox): {result.output.strip()}")
+        return base64.b64decode(result.output)
+
+    def write_file(self, path: str, data: bytes | str) -> None:
+        payload = base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+        quoted = shlex.quote(path)
+        command = f"mkdir -p -- \"$(dirname -- {quoted})\" && printf %s {payload} | base64 -d > {quoted}"
+        result = self._run(command, self.timeout, 4096)
+        if result.exit_code != 0:
+            raise OSError(f"cannot write {path} in the sandbox: {result.output.strip()}")
+
+
+def chown_tree(root: Path, uid: int) -> None:
+    """Give the sandbox uid its files; never follow symlinks (they may point anywhere on the host)."""
+    os.chown(root, uid, uid, follow_symlinks=False)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)

@@ -1,0 +1,53 @@
+"""Shared fixtures: small Harbor task folders written on the fly (real files, real sandboxes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TASK_TOML = """version = "1.0"
+[metadata]
+category = "demo"
+[verifier]
+timeout_sec = 20.0
+[agent]
+timeout_sec = 60.0
+[environment]
+cpus = 1
+memory = "1G"
+"""
+
+DEFAULT_TEST = """#!/bin/bash
+if [ "$(cat /app/answer.txt 2>/dev/null)" = "42" ]; then echo 1 > /logs/verifier/reward.txt
+else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+
+def write_task(root: Path, name: str = "demo", *, files: dict[str, str] | None = None,
+               dockerfile: str = "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY app/ /app/\n",
+               test_sh: str = DEFAULT_TEST, solve_sh: str = "echo 42 > /app/answer.txt\n",
+               task_toml: str = TASK_TOML, instruction: str = "Write 42 to /app/answer.txt.\n") -> Path:
+    """A Harbor task folder. `files` are extra files relative to the task folder."""
+    task = root / name
+    contents = {
+        "instruction.md": instruction, "task.toml": task_toml, "environment/Dockerfile": dockerfile,
+        "environment/app/input.txt": "hello\n", "tests/test.sh": test_sh, "solution/solve.sh": solve_sh,
+        **(files or {}),
+    }
+    for rel, text in contents.items():
+        (task / rel).parent.mkdir(parents=True, exist_ok=True)
+        (task / rel).write_text(text)
+    return task
+
+
+@pytest.fixture
+def make_task(tmp_path):
+    return lambda name="demo", **kw: write_task(tmp_path / "tasks", name, **kw)
+
+
+@pytest.fixture
+def task(make_task):
+    from coevo.tasks import load_task
+
+    return load_task(make_task())
