@@ -34,6 +34,14 @@ class Limits:
     address_space_mb: int = 2048
     nproc: int = 256
 
+    def ulimit_script(self) -> str:
+        """Set by the sandbox's shell before its loop (builtins: no extra exec at start).
+
+        Without -H/-S bash lowers soft and hard limits together, so commands cannot raise them again.
+        """
+        return (f"ulimit -t {self.cpu_sec}; ulimit -f {self.file_size_mb << 10}; "
+                f"ulimit -v {self.address_space_mb << 10}; ulimit -u {self.nproc}")
+
 
 @dataclass(frozen=True)
 class Mount:
@@ -60,9 +68,12 @@ def _host_root_args() -> tuple[str, ...]:
 
 
 def bwrap_argv(
-    mounts: list[Mount], hidden: list[Path], env: dict[str, str], chdir: str, uid: int, limits: Limits
+    mounts: list[Mount], hidden: list[Path], env: dict[str, str], chdir: str, uid: int
 ) -> list[str]:
-    """argv that runs the rest of the command line (appended by the caller) inside the sandbox."""
+    """argv that runs the rest of the command line (appended by the caller) inside the sandbox.
+
+    rlimits are set by the shell itself, with builtins (see `Limits.ulimit_script`).
+    """
     argv = [require_bwrap(), *_host_root_args(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
     for path in [*ALWAYS_HIDDEN, *map(str, hidden)]:
         if os.path.isdir(path):
@@ -77,8 +88,6 @@ def bwrap_argv(
         argv += ["--unshare-user"]  # unprivileged bwrap: the caller's own non-root uid inside
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += ["prlimit", f"--cpu={limits.cpu_sec}", f"--fsize={limits.file_size_mb << 20}",
-             f"--as={limits.address_space_mb << 20}", f"--nproc={limits.nproc}", "--"]
     if as_root():
         argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
     return argv

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -63,9 +64,9 @@ class LocalSandbox:
     def _spawn(self) -> None:
         mounts = [Mount(self.app_dir, "/app", True), Mount(self.workspace / "tmp", "/tmp", True),
                   Mount(self.workspace / "state", STATE_DIR, True), *self.mounts]
-        argv = bwrap_argv(mounts, self.hidden, self.env, self.workdir, self.uid, self.limits)
+        argv = bwrap_argv(mounts, self.hidden, self.env, self.workdir, self.uid)
         try:
-            self._shell = Shell(argv)
+            self._shell = Shell(argv, self.limits.ulimit_script())
             ready = self._shell.read_until_sentinel(time.monotonic() + 30, CappedOutput(4096))
         except (OSError, ShellDied, ValueError) as e:
             raise SandboxError(f"the sandbox shell did not start: {e}") from e
@@ -121,10 +122,13 @@ class LocalSandbox:
 
     # -- files (through the shell, so symlinks resolve inside the sandbox, never on the host) --------
     def read_file(self, path: str) -> bytes:
-        result = self._run(f"base64 -w0 -- {shlex.quote(path)}", self.timeout, 1 << 30)
-        if result.exit_code != 0:
-            raise FileNotFoundError(f"{path} (in the sandbox): {result.output.strip()}")
-        return base64.b64decode(result.output)
+        # Markers keep stray output of the agent's background processes out of the payload.
+        command = f"printf '<<B64<<'; base64 -w0 -- {shlex.quote(path)} && printf '>>B64>>'"
+        result = self._run(command, self.timeout, 1 << 30)
+        match = re.search(r"<<B64<<([A-Za-z0-9+/=]*)>>B64>>", result.output)
+        if result.exit_code != 0 or not match:
+            raise FileNotFoundError(f"{path} (in the sandbox): {result.output.strip()[-300:]}")
+        return base64.b64decode(match.group(1))
 
     def write_file(self, path: str, data: bytes | str) -> None:
         payload = base64.b64encode(data.encode() if isinstance(data, str) else data).decode()

@@ -19,6 +19,7 @@ import time
 
 STATE_DIR = "/run/coevo"  # a private bind of the sandbox's state folder; outlives shell restarts
 _LOOP = r"""
+{limits}
 [ -f {state}/env ] && . {state}/env 2>/dev/null
 cd "$(cat {state}/cwd 2>/dev/null || echo "$PWD")" 2>/dev/null
 printf '\n{token} 0 %s\n' "$PWD"
@@ -79,11 +80,11 @@ class ShellDied(Exception):
 class Shell:
     """A bash loop in its own bwrap process; `kill()` ends it and everything in its pid namespace."""
 
-    def __init__(self, argv: list[str]):
+    def __init__(self, argv: list[str], limits_script: str):
         self.token = f"__COEVO_{secrets.token_hex(8)}__"
         self._sentinel = re.compile(rb"\n" + self.token.encode() + rb" (-?\d+) ([^\n]*)\n$")
         info_r, info_w = os.pipe()
-        loop = _LOOP.replace("{token}", self.token).replace("{state}", STATE_DIR)
+        loop = _LOOP.replace("{token}", self.token).replace("{state}", STATE_DIR).replace("{limits}", limits_script)
         self.proc = subprocess.Popen(
             [argv[0], "--info-fd", str(info_w), *argv[1:], "bash", "--noprofile", "--norc", "-c", loop],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
