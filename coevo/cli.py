@@ -5,7 +5,11 @@ Area cli modules import typer and nothing heavy at module level, so `coevo --hel
 
 import typer
 
+from coevo.evaluate import cli as eval_cli
+from coevo.rollout import cli as rollout_cli
+from coevo.search import cli as search_cli
 from coevo.tasks import cli as tasks_cli
+from coevo.train import cli as train_cli
 
 app = typer.Typer(
     help="Harness-model co-evolution for terminal agents.",
@@ -15,6 +19,15 @@ app = typer.Typer(
 app.add_typer(tasks_cli.app, name="tasks", help="List, generate and check Harbor-format task folders.")
 
 # Further areas register here, one line each: app.command("name")(area_cli.function)
+app.command("init-model")(train_cli.init_model)
+app.command("warmstart")(train_cli.warmstart)
+app.command("show")(rollout_cli.show)
+app.command("eval")(eval_cli.eval_command)
+app.command("train")(train_cli.train)
+app.command("search")(search_cli.search)
+app.command("ui")(search_cli.ui)
+app.command("compare")(search_cli.compare)
+app.command("export")(search_cli.export)
 
 
 if __name__ == "__main__":

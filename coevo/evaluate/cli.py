@@ -1,0 +1,94 @@
+"""`coevo eval`: pass@1 with a 95% bootstrap interval and the rest, overall and per family."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg="red", err=True)
+    raise typer.Exit(2)
+
+
+def eval_command(
+    model: Annotated[str, typer.Option(
+        help="A local Hugging Face model folder, 'openai:MODEL' (an OpenAI-compatible endpoint), or 'oracle'.")
+    ] = "",
+    harness: Annotated[Path | None, typer.Option(help="Harness YAML (harnesses/*.yaml).")] = None,
+    tasks: Annotated[Path, typer.Option(help="Folder of Harbor tasks with manifest.json.")] = Path("tasks"),
+    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = "dev",
+    samples: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 1,
+    seed: Annotated[int, typer.Option(help="Sampling and bootstrap seed; same seed, same result.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Trajectories JSONL (default runs/eval/...).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="openai: the endpoint, e.g. http://127.0.0.1:8000/v1.")
+                        ] = None,
+    dtype: Annotated[str, typer.Option(help="Local models: float32 or bfloat16.")] = "float32",
+    bundle: Annotated[Path | None, typer.Option(help="An exported bundle: its harness and checkpoint.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON, for scripts.")] = False,
+) -> None:
+    """Evaluate a (harness, model) pair on a split of tasks in real sandboxes."""
+    from coevo.console import progress
+    from coevo.errors import CoevoError
+    from coevo.evaluate import evaluate
+    from coevo.harness import HarnessError, load_harness
+    from coevo.tasks import load_taskset
+
+    try:
+        if bundle is not None:
+            from coevo.search.export import load_bundle
+
+            loaded_harness, model_dir, _ = load_bundle(bundle)
+            model = model or str(model_dir)
+        elif harness is None:
+            fail("--harness is required (or --bundle)")
+        else:
+            loaded_harness = load_harness(harness)
+        task_list = load_taskset(tasks).split(split)
+        policy = build_policy(model, loaded_harness, task_list, base_url, dtype)
+        out = out or Path("runs/eval") / f"{loaded_harness.name}-{split}-seed{seed}.jsonl"
+        if as_json:
+            report = evaluate(task_list, loaded_harness, policy, samples, seed, out)
+        else:
+            with progress(f"eval {loaded_harness.name} on {split}", total=len(task_list) * samples) as advance:
+                report = evaluate(task_list, loaded_harness, policy, samples, seed, out,
+                                  on_done=lambda traj: advance())
+    except (CoevoError, HarnessError, ValueError, OSError) as e:
+        fail(str(e))
+    if as_json:
+        print(json.dumps({**report.as_dict(), "trajectories": str(out)}, indent=1))
+        return
+    print_report(report, title=f"{loaded_harness.name} x {model or 'oracle'} on {split} ({samples}/task, seed {seed})")
+    print(f"trajectories: {out}  (view one: coevo show {out})")
+
+
+def build_policy(model: str, harness, tasks, base_url: str | None, dtype: str):
+    from coevo.policy import make_policy
+
+    if model in ("", "oracle"):
+        return make_policy({"backend": "oracle", "harness": harness, "tasks": tasks})
+    if model.startswith("openai:"):
+        return make_policy({"backend": "openai", "model": model.removeprefix("openai:"), "base_url": base_url})
+    if not Path(model).is_dir():
+        raise ValueError(f"--model {model}: not a folder; expected a Hugging Face model folder, "
+                         "'openai:MODEL' or 'oracle'")
+    return make_policy({"backend": "hf", "model": model, "dtype": dtype})
+
+
+def print_report(report, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("family", "tasks", "episodes", "pass@1 [95% CI]", "reward", "turns", "format err/turn",
+                  "timeouts", "tokens", title=title)
+    rows = [("[bold]overall[/]", report.overall), *sorted(report.families.items())]
+    for name, s in rows:
+        table.add_row(name, str(s.tasks), str(s.episodes),
+                      f"{s.pass_at_1:.1%} [{s.ci_low:.1%}, {s.ci_high:.1%}]", f"{s.mean_reward:.3f}",
+                      f"{s.mean_turns:.1f}", f"{s.format_error_rate:.2f}", str(s.timeouts), f"{s.mean_tokens:.0f}")
+    Console().print(table)
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.overall.statuses.items()))
+    Console().print(f"end states: {statuses}; verifier errors: {report.overall.verify_errors}")

@@ -1,0 +1,180 @@
+"""The Harness spec: everything around the model, as data. Every field a search may vary has a dotted path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+import coevo
+from coevo.harness.errors import HarnessError
+from coevo.harness.prompts import check_harness
+
+DEFAULT_PROMPTS_DIR = Path(coevo.__file__).resolve().parent.parent / "prompts"
+"""Where templates are looked up when a harness does not say (the repository's `prompts/`)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Templates(_Section):
+    """Jinja template files, relative to the harness's prompts directory."""
+
+    system: str = "system_terse.j2"
+    """System prompt. Variables: tools, action_format, example, submit_command, max_turns."""
+    instance: str = "instance.j2"
+    """First user message. Variables: instruction, task, initial_observation (None when off)."""
+    observation: str = "observation.j2"
+    """One tool result. Variables: tool, command, output, exit_code, timed_out."""
+    format_error: str = "format_error.j2"
+    """Reply to an unparseable turn. Variables: error, example, retries_left."""
+    timeout: str = "timeout.j2"
+    """Appended to a timed-out command's result. Variables: command, timeout_s."""
+    nonzero_exit_hint: str = "nonzero_exit_hint.j2"
+    """Appended to a failed command's result. Variables: command, exit_code."""
+
+
+class ActionFormat(_Section):
+    kind: Literal["json", "tool_call", "bash_block"] = "json"
+    """How a reply encodes actions: Terminus-2 JSON, Qwen `<tool_call>` tags, or one ```bash block."""
+    submit_command: str = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+    """bash_block only: a block whose last line is this command submits the episode."""
+    native_tools: bool = False
+    """Also pass the tool schemas to the tokenizer's chat template (`tools=`), as Qwen models expect."""
+
+
+class ToolSpec(_Section):
+    enabled: bool = True
+    """Whether the model may call this tool; disabled tools are neither described nor accepted."""
+    description: str = ""
+    """One line shown to the model in the system prompt and the tool schema."""
+
+
+class Tools(_Section):
+    bash: ToolSpec = ToolSpec(description="Run a shell command in /app and see its output.")
+    """Run one command in the episode's persistent shell."""
+    read_file: ToolSpec = ToolSpec(enabled=False, description="Read a file.")
+    """Return a file's contents (capped like command output)."""
+    write_file: ToolSpec = ToolSpec(enabled=False, description="Write content to a file.")
+    """Create or overwrite a file with the given content."""
+    submit: ToolSpec = ToolSpec(description="Finish the task; the work is then checked.")
+    """End the episode with status 'submitted'."""
+
+
+class Recovery(_Section):
+    format_error_feedback: bool = True
+    """Answer an unparseable reply with the format_error template; when off, drop it and sample again."""
+    max_format_retries: int = Field(2, ge=0)
+    """Episode ends with 'format_errors' after this many consecutive unparseable replies plus one."""
+    timeout_notice: bool = True
+    """Append the timeout template when a command is killed at its timeout."""
+    nonzero_exit_hint: bool = False
+    """Append the nonzero_exit_hint template when a command exits with a non-zero status."""
+    max_consecutive_errors: int | None = Field(None, ge=1)
+    """Episode ends with 'error_limit' after this many turns in a row with any error; None: no cap."""
+
+
+class ContextPolicy(_Section):
+    output_head_chars: int = Field(600, ge=0)
+    """Characters kept from the start of a long tool output."""
+    output_tail_chars: int = Field(600, ge=0)
+    """Characters kept from the end of a long tool output; the middle is replaced by a marker."""
+    history: Literal["full", "last_k"] = "full"
+    """`full` shows every observation; `last_k` replaces all but the last k with `elided_text`."""
+    k: int = Field(3, ge=1)
+    """Observations kept verbatim under `last_k`."""
+    elided_text: str = "[older output omitted]"
+    """What an elided observation is replaced with."""
+
+
+class Limits(_Section):
+    max_turns: int = Field(12, ge=1)
+    """Episode ends with 'turn_limit' after this many model replies."""
+    max_tokens_per_turn: int = Field(256, ge=1)
+    """Most tokens the model may sample in one reply."""
+    max_episode_tokens: int = Field(3072, ge=1)
+    """Episode ends with 'token_limit' once its completion buffer (model + environment tokens) reaches this."""
+    max_context_tokens: int = Field(2048, ge=1)
+    """Episode ends with 'context_exceeded' when prompt plus max_tokens_per_turn would pass this."""
+    wall_time_s: float = Field(300.0, gt=0)
+    """Episode ends with 'timeout' when it has run this long (checked between turns)."""
+    command_timeout_s: float = Field(20.0, gt=0)
+    """A single command is killed after this many seconds."""
+
+
+class Decoding(_Section):
+    temperature: float = Field(1.0, ge=0)
+    """Sampling temperature; 0 is greedy."""
+    top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling mass."""
+
+
+class Harness(_Section):
+    name: str
+    """Short identifier, recorded in every trajectory."""
+    description: str = ""
+    """One line for humans."""
+    prompts_dir: Path | None = None
+    """Folder the template names resolve against; None: the repository's `prompts/`."""
+    templates: Templates = Templates()
+    """Which Jinja file renders each message."""
+    action_format: ActionFormat = ActionFormat()
+    """How replies encode tool calls, and how the oracle writes them."""
+    tools: Tools = Tools()
+    """Which tools are bound, with the descriptions the model sees."""
+    recovery: Recovery = Recovery()
+    """What happens after format errors, timeouts and failed commands."""
+    context: ContextPolicy = ContextPolicy()
+    """How much of each output and of the history the model sees."""
+    limits: Limits = Limits()
+    """When an episode is cut off."""
+    decoding: Decoding = Decoding()
+    """Sampling parameters."""
+    initial_observation: str | None = None
+    """A command whose output the first user message shows (e.g. `ls -la /app`); None: nothing."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Harness:
+        check_harness(self)
+        return self
+
+    @property
+    def prompts_path(self) -> Path:
+        return self.prompts_dir or DEFAULT_PROMPTS_DIR
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Harness:
+        """A new validated Harness with dotted fields replaced, e.g. {"limits.max_turns": 8}."""
+        from coevo.harness.load import harness_from_dict  # load imports this module
+
+        data = self.model_dump()
+        for path, value in overrides.items():
+            _set_path(data, path, value)
+        return harness_from_dict(data, source=f"harness '{self.name}' with overrides")
+
+    def to_yaml(self) -> str:
+        """The harness as YAML that `load_harness` reads back (prompts_dir made absolute)."""
+        data = self.model_dump(mode="json")
+        data["prompts_dir"] = str(self.prompts_path.resolve())
+        return yaml.safe_dump(data, sort_keys=False)
+
+
+def _set_path(data: dict, path: str, value: Any) -> None:
+    model: type[BaseModel] = Harness
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        fields = model.model_fields
+        if part not in fields:
+            where = ".".join(parts[:i]) or "the harness"
+            raise HarnessError(f"unknown harness field '{path}': '{part}' is not a field of {where} "
+                               f"(valid: {', '.join(fields)})")
+        if i == len(parts) - 1:
+            data[part] = value
+            return
+        sub = fields[part].annotation
+        if not (isinstance(sub, type) and issubclass(sub, BaseModel)):
+            raise HarnessError(f"unknown harness field '{path}': '{'.'.join(parts[: i + 1])}' is a value, "
+                               "not a section")
+        model, data = sub, data[part]

@@ -1,0 +1,85 @@
+"""A local Hugging Face causal LM as a Policy: one left-padded, batched `generate` call per turn.
+
+Logprobs: for each sampled token, `log_softmax(raw_logits / temperature)` at that step. That is the
+temperature-scaled distribution WITHOUT top-p truncation, which is what a training forward computes
+(TRL's GRPO divides the logits by its `temperature` too), so at top_p=1 the two agree up to numerics.
+With top_p<1 the tokens are still drawn from the truncated distribution; only the logprob ignores it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coevo import Completion, GenerationRequest, SamplingParams
+
+DTYPES = ("float32", "bfloat16")
+STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
+"""A turn ends on either; the one that ended it stays in the completion (the token buffer needs it)."""
+
+
+class HFPolicy:
+    def __init__(self, model: str | Path, device: str = "auto", dtype: str = "float32"):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if dtype not in DTYPES:
+            raise ValueError(f"policy dtype {dtype!r}: valid are {', '.join(DTYPES)}")
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.path, self.device = str(model), torch.device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
+        self.model.to(self.device).eval()
+        vocab = self.tokenizer.get_vocab()
+        self.stop_ids = [vocab[t] for t in STOP_TOKENS if t in vocab] or [self.tokenizer.eos_token_id]
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stop_ids[0]
+
+    def __repr__(self) -> str:
+        return f"HFPolicy({self.path!r}, device={self.device.type!r})"
+
+    def _batch(self, requests: list[GenerationRequest]):
+        """Left-pad the prompts' token ids into one tensor with its attention mask."""
+        import torch
+
+        width = max(len(r.token_ids) for r in requests)
+        ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(requests), width), dtype=torch.long)
+        for row, r in enumerate(requests):
+            if not r.token_ids:
+                raise ValueError("HFPolicy needs token_ids in every GenerationRequest (got an empty prompt)")
+            ids[row, width - len(r.token_ids):] = torch.tensor(r.token_ids)
+            mask[row, width - len(r.token_ids):] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def generate(self, requests: list[GenerationRequest], params: SamplingParams) -> list[Completion]:
+        import torch
+
+        if not requests:
+            return []
+        ids, mask = self._batch(requests)
+        greedy = params.temperature <= 0
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            if params.seed is not None:
+                torch.manual_seed(params.seed)
+            with torch.inference_mode():
+                out = self.model.generate(
+                    input_ids=ids, attention_mask=mask, max_new_tokens=params.max_tokens,
+                    do_sample=not greedy, temperature=None if greedy else params.temperature,
+                    top_p=None if greedy else params.top_p, top_k=None, eos_token_id=self.stop_ids,
+                    pad_token_id=self.pad_id, output_logits=True, return_dict_in_generate=True,
+                )
+        new = out.sequences[:, ids.shape[1]:]
+        logits = torch.stack(out.logits, dim=1).float()  # (batch, steps, vocab), before any processing
+        if not greedy:
+            logits = logits / params.temperature
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        return [self._completion(new[i].tolist(), logprobs[i].tolist()) for i in range(len(requests))]
+
+    def _completion(self, tokens: list[int], logprobs: list[float]) -> Completion:
+        """Cut a row after its first stop token (the rest is padding) and decode the text before it."""
+        end = next((i for i, t in enumerate(tokens) if t in self.stop_ids), None)
+        if end is None:
+            text = self.tokenizer.decode(tokens, skip_special_tokens=False)
+            return Completion(text, tokens, logprobs, finish_reason="length")
+        text = self.tokenizer.decode(tokens[:end], skip_special_tokens=False)
+        return Completion(text, tokens[: end + 1], logprobs[: end + 1], finish_reason="stop")

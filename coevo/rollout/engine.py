@@ -1,0 +1,150 @@
+"""The rollout engine: N episodes in lockstep. Per turn: one batched `policy.generate` call for every
+active episode, then their tool calls in parallel (a thread pool), and each finished episode is verified
+in the pool while the others go on. Evaluation and GRPO training share this one code path.
+
+Boundaries (STYLE.md, "failures as data"): a sandbox that breaks ends its episode as 'sandbox_error', a
+policy that raises ends the batch's episodes as 'policy_error'; both score 0 without a verifier run. A
+verifier that fails leaves reward 0 and its cause in `verify_error`. Nothing here crashes the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from coevo import Completion, Policy, SamplingParams, Sandbox
+from coevo.harness import Harness
+from coevo.harness.tools import tool_schemas
+from coevo.rollout.episode import Episode, EpisodeEnd
+from coevo.rollout.tokens import ChatTemplate
+from coevo.rollout.trajectory import FAILURE_STATUSES, Trajectory
+
+_FROM_POLICY = object()
+
+
+def rollout(
+    tasks: Sequence,
+    harness: Harness,
+    policy: Policy,
+    n_per_task: int = 1,
+    *,
+    make_sandbox: Callable[..., Sandbox] | None = None,
+    verify: Callable | None = None,
+    tokenizer=_FROM_POLICY,
+    seed: int | None = None,
+    max_workers: int = 16,
+    on_done: Callable[[Trajectory], None] | None = None,
+) -> list[Trajectory]:
+    """Run `n_per_task` episodes of each task; trajectories come back in task order, samples together.
+
+    `make_sandbox(task) -> Sandbox` (unstarted) and `verify(task, sandbox) -> VerifyResult` default to
+    coevo.sandbox / coevo.verify. `tokenizer` defaults to the policy's own (`policy.tokenizer`) if it has
+    one; None gives text-only trajectories (no token buffer). `on_done` is called as each episode's
+    verification finishes (from a pool thread).
+    """
+    if make_sandbox is None:
+        from coevo.sandbox import make_sandbox
+    if verify is None:
+        from coevo.verify import verify
+    if tokenizer is _FROM_POLICY:  # token-level policies carry their tokenizer; chat APIs have none
+        tokenizer = getattr(policy, "tokenizer", None)
+    tools = tool_schemas(harness) if harness.action_format.native_tools else None
+    chat = ChatTemplate(tokenizer, tools) if tokenizer is not None else None
+    episodes = [Episode(t, harness, i, chat) for t in tasks for i in range(n_per_task)]
+    params = SamplingParams(temperature=harness.decoding.temperature, top_p=harness.decoding.top_p,
+                            max_tokens=harness.limits.max_tokens_per_turn, seed=seed)
+    with ThreadPoolExecutor(max_workers=max_workers) as pool:
+        run = _Run(pool, verify, on_done)
+        try:
+            run.each(episodes, lambda ep: ep.start(make_sandbox))
+            while active := [ep for ep in episodes if ep.active]:
+                run.turn(active, policy, params)
+            for f in run.pending:
+                f.result()
+        finally:
+            for ep in episodes:  # after an interrupt too: leave no sandbox behind
+                _close(ep)
+    return [ep.traj for ep in episodes]
+
+
+class _Run:
+    def __init__(self, pool: ThreadPoolExecutor, verify: Callable, on_done: Callable | None):
+        self.pool, self.verify, self.on_done = pool, verify, on_done
+        self.pending: list[Future] = []
+        self.finishing: set[int] = set()
+
+    def each(self, episodes: list[Episode], fn: Callable[[Episode], object]) -> list:
+        """Apply `fn` to every episode in the pool; an EpisodeEnd ends that episode."""
+        results = list(self.pool.map(lambda ep: _guard(ep, fn), episodes))
+        self.finish_ended(episodes)
+        return results
+
+    def finish_ended(self, episodes: list[Episode]) -> None:
+        """Send every episode that is over off to be verified, while the others go on."""
+        for ep in episodes:
+            if not ep.active and id(ep) not in self.finishing:
+                self.finishing.add(id(ep))
+                self.pending.append(self.pool.submit(self._finish, ep))
+
+    def turn(self, active: list[Episode], policy: Policy, params: SamplingParams) -> None:
+        requests = self.each(active, Episode.request)
+        asking = [(ep, r) for ep, r in zip(active, requests) if ep.active]
+        if not asking:
+            return
+        t = time.monotonic()
+        completions = _generate(policy, [r for _, r in asking], params)
+        spent = time.monotonic() - t
+        for ep, _ in asking:
+            ep.traj.timing["generate"] = ep.traj.timing.get("generate", 0.0) + spent
+        if isinstance(completions, str):
+            for ep, _ in asking:
+                ep.end("policy_error", completions)
+            return self.finish_ended(active)
+        by_episode = dict(zip((id(ep) for ep, _ in asking), completions))
+        self.each([ep for ep, _ in asking], lambda ep: ep.step(by_episode[id(ep)]))
+
+    def _finish(self, ep: Episode) -> None:
+        """Verify (unless the episode failed at a boundary), measure drift, and report."""
+        t = time.monotonic()
+        ep.finish_tokens()
+        if ep.traj.status in FAILURE_STATUSES or ep.sandbox is None:
+            _close(ep)
+        else:
+            try:
+                result = self.verify(ep.task, ep.sandbox)
+                ep.traj.reward, ep.traj.checks, ep.traj.verify_error = result.reward, result.checks, result.error
+            except Exception as e:  # noqa: BLE001 - boundary: the verifier's failure is data
+                ep.traj.reward, ep.traj.verify_error = 0.0, f"{type(e).__name__}: {e}"
+            finally:
+                _close(ep)
+        ep.traj.timing["verify"] = time.monotonic() - t
+        ep.traj.timing["total"] = time.monotonic() - ep.t0
+        if self.on_done is not None:
+            self.on_done(ep.traj)
+
+
+def _guard(ep: Episode, fn: Callable[[Episode], object]):
+    try:
+        return fn(ep)
+    except EpisodeEnd as e:
+        ep.end(e.status, e.cause)
+        return None
+
+
+def _generate(policy: Policy, requests: list, params: SamplingParams) -> list[Completion] | str:
+    """The policy boundary: completions, or the cause of the failure as a string."""
+    try:
+        completions = policy.generate(requests, params)
+    except Exception as e:  # noqa: BLE001 - boundary: every episode in the batch ends as 'policy_error'
+        return f"{type(e).__name__}: {e}"
+    if len(completions) != len(requests):
+        return f"the policy returned {len(completions)} completions for {len(requests)} requests"
+    return completions
+
+
+def _close(ep: Episode) -> None:
+    if ep.sandbox is not None:
+        with contextlib.suppress(Exception):  # best effort; close() is idempotent by contract
+            ep.sandbox.close()

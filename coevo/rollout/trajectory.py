@@ -1,0 +1,110 @@
+"""The record of one episode: a token-in/token-out buffer for training and messages for humans."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from coevo.harness.tools import ToolCall, ToolResult
+
+Status = Literal["submitted", "turn_limit", "token_limit", "context_exceeded", "timeout", "format_errors",
+                 "error_limit", "sandbox_error", "policy_error"]
+"""How an episode ended; exactly one per episode. `error_limit`: recovery.max_consecutive_errors hit."""
+
+FAILURE_STATUSES = ("sandbox_error", "policy_error")
+"""Failures at a boundary: recorded with their cause, scored 0 without running the verifier."""
+
+
+class Step(BaseModel):
+    """One model turn: what it replied, what that was parsed into, and what the tools returned."""
+
+    reply: str
+    """The model's text, as returned by the policy."""
+    calls: list[ToolCall] = []
+    """What the reply was parsed into; a submit is the last call."""
+    results: list[ToolResult] = []
+    """One per call that ran (a submit has none)."""
+    format_error: str | None = None
+    """The parser's message when the reply was unparseable (then calls and results are empty)."""
+    tokens: int = 0
+    """Tokens the model sampled in this turn."""
+
+
+class Trajectory(BaseModel):
+    task: str
+    """The task's name (its folder name)."""
+    family: str = ""
+    """The task's family, for per-family pass rates."""
+    harness: str
+    """The harness's name."""
+    sample: int = 0
+    """Index of this episode among the n_per_task episodes of its task (the GRPO group)."""
+
+    prompt_ids: list[int] = []
+    """The first prompt (system + instance + generation prompt), as tokenized once."""
+    completion_ids: list[int] = []
+    """Append-only: every sampled token exactly as sampled, and every observation's suffix tokens."""
+    completion_mask: list[int] = []
+    """1 for a sampled model token, 0 for an environment (observation / chat scaffolding) token."""
+    logprobs: list[float] = []
+    """Rollout log-probability per completion token; 0.0 for environment tokens."""
+    messages: list[dict] = []
+    """The chat as the model saw it (full history; under `last_k` older observations were elided)."""
+    steps: list[Step] = []
+
+    status: Status | None = None
+    """How the episode ended; None only while it runs."""
+    error: str | None = None
+    """The cause, when the status is a failure or a limit (e.g. the exception text)."""
+    reward: float = 0.0
+    checks: dict[str, float] = {}
+    """Per-check partial credit from the verifier's reward.json."""
+    verify_error: str | None = None
+    """Why the verifier could not give a reward (the reward is then 0)."""
+
+    turns: int = 0
+    """Model replies (generate calls) in the episode, including unparseable ones."""
+    format_errors: int = 0
+    """Unparseable replies."""
+    timeouts: int = 0
+    """Commands killed at limits.command_timeout_s."""
+    tokens: int = 0
+    """Model tokens sampled over the episode (estimated at 4 characters each for text-only policies)."""
+    errors: list[str] = []
+    """Every error seen, in order: format errors, failed commands, the final cause."""
+    drift: int | None = None
+    """Tokens that differ between the buffer and a full re-render + tokenize of the final chat (None
+    without a tokenizer). Measured and logged, never trained on."""
+    timing: dict[str, float] = Field(default_factory=dict)
+    """Seconds: start, generate, tools, verify, total."""
+
+    @property
+    def model_tokens(self) -> list[int]:
+        return [t for t, m in zip(self.completion_ids, self.completion_mask) if m]
+
+
+def save_trajectories(path: str | Path, trajectories: Iterable[Trajectory], append: bool = False) -> Path:
+    """Write one JSON object per line."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a" if append else "w") as f:
+        for t in trajectories:
+            f.write(t.model_dump_json() + "\n")
+    return path
+
+
+def load_trajectories(path: str | Path) -> list[Trajectory]:
+    """Read a JSONL file written by `save_trajectories`; a bad line is an error naming file and line."""
+    path = Path(path)
+    out = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Trajectory.model_validate_json(line))
+        except ValueError as e:
+            raise ValueError(f"{path}:{i}: not a trajectory record ({str(e).splitlines()[0]})") from None
+    return out

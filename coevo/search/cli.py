@@ -1,0 +1,126 @@
+"""`coevo search`, `coevo ui`, `coevo compare`, `coevo export`. Heavy libraries load inside the commands."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg="red", err=True)
+    raise typer.Exit(2)
+
+
+def search(
+    config: Annotated[Path | None, typer.Argument(help="Search config YAML (e.g. search_spaces/quickstart.yaml).")
+                      ] = None,
+    resume: Annotated[Path | None, typer.Option(help="Resume the run in this folder (or runs/NAME) after a crash "
+                                                     "or kill: finished trials and checkpoints are kept.")] = None,
+    name: Annotated[str | None, typer.Option(help="Run name (default: the config's name or file stem).")] = None,
+    budget: Annotated[float | None, typer.Option(help="Override the config's budget dial.")] = None,
+    runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
+) -> None:
+    """Co-evolve harness and weights: Optuna over harnesses, GRPO on weights, tracked in MLflow."""
+    from coevo.errors import CoevoError
+    from coevo.harness import HarnessError
+    from coevo.search.config import load_config
+    from coevo.search.run import Search, run_dir_of
+
+    try:
+        if resume is not None:
+            folder = run_dir_of(resume, runs_dir or Path("runs"))
+            cfg = load_config(folder / "config.yaml", budget=budget)
+            if cfg.run_dir.resolve() != folder.resolve():  # the folder moved: follow it
+                cfg = cfg.model_copy(update={"runs_dir": folder.resolve().parent, "name": folder.name})
+        elif config is None:
+            fail("give a CONFIG file, or --resume RUN")
+        else:
+            cfg = load_config(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None)
+        state = Search(cfg, resume=resume is not None).run()
+    except (CoevoError, HarnessError, ValueError, OSError) as e:
+        fail(str(e))
+    print(f"\nrun folder: {cfg.run_dir}\n  compare variants: coevo compare {cfg.run_dir}\n  browse in MLflow: "
+          f"coevo ui {cfg.run_dir}\n  export the best pair: coevo export {cfg.run_dir} --out bundle/")
+    del state
+
+
+def ui(
+    run: Annotated[Path, typer.Argument(help="Run folder (or name under runs/).")],
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
+) -> None:
+    """Start the MLflow UI on 127.0.0.1 for a run's tracking store."""
+    from coevo.search.errors import SearchError
+    from coevo.search.run import run_dir_of
+
+    try:
+        folder = run_dir_of(run)
+    except SearchError as e:
+        fail(str(e))
+    uri, artifacts = store_of(folder)
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    print(f"MLflow UI for {folder}: http://127.0.0.1:{port}  (Ctrl-C stops it)", flush=True)
+    cmd = ["mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port)]
+    if artifacts:
+        cmd += ["--default-artifact-root", artifacts]
+    mlflow_bin = Path(os.sys.executable).parent / "mlflow"
+    os.execv(str(mlflow_bin), [str(mlflow_bin), *cmd[1:]])
+
+
+def store_of(folder: Path) -> tuple[str, str | None]:
+    """The tracking URI of a run folder (its config's, or the default sqlite file) and its artifact root."""
+    import yaml
+
+    from coevo.search.tracking import default_uri
+
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    uri = config.get("tracking_uri") or default_uri(folder)
+    return uri, (folder / "mlartifacts").resolve().as_uri() if not config.get("tracking_uri") else None
+
+
+def compare(
+    run: Annotated[Path, typer.Argument(help="Run folder (or name under runs/).")],
+    phase: Annotated[str | None, typer.Option(help="Only this phase (h1, w1, test, ...).")] = None,
+    top: Annotated[int, typer.Option(help="Rows to show, best first (0: all).")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON, for scripts.")] = False,
+) -> None:
+    """The harness variants of a search, best first, read back from its MLflow store."""
+    from coevo.search.errors import SearchError
+    from coevo.search.report import print_rows, variant_rows
+    from coevo.search.run import run_dir_of
+
+    try:
+        folder = run_dir_of(run)
+        rows = variant_rows(folder, phase)
+    except SearchError as e:
+        fail(str(e))
+    rows = rows[:top] if top else rows
+    if as_json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print_rows(rows, f"{folder.name}: harness variants by dev pass@1" + (f" ({phase})" if phase else ""))
+
+
+def export(
+    run: Annotated[Path, typer.Argument(help="Run folder (or name under runs/).")],
+    out: Annotated[Path, typer.Option(help="Bundle folder to write (must not exist or be empty).")],
+    row: Annotated[str, typer.Option(help="Which pair: co-evolved, harness-only, weights-only or baseline.")
+                   ] = "co-evolved",
+    register: Annotated[str | None, typer.Option(help="Also register the bundle in the MLflow Model Registry "
+                                                      "under this name.")] = None,
+) -> None:
+    """Write the best pair as a self-contained bundle: harness + templates + checkpoint + report."""
+    from coevo.search.errors import SearchError
+    from coevo.search.export import export_bundle
+    from coevo.search.run import run_dir_of
+
+    try:
+        folder = run_dir_of(run)
+        bundle, version = export_bundle(folder, out, row=row, register=register)
+    except (SearchError, OSError) as e:
+        fail(str(e))
+    print(f"wrote {bundle}" + (f"; registered as {register} version {version}" if version else ""))
+    print(f"re-evaluate it: coevo eval --bundle {bundle} --split test")

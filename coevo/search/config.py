@@ -1,0 +1,171 @@
+"""The search config (`coevo search CONFIG.yaml`) and the plan that its one `budget` dial sets.
+
+    name: quickstart
+    tasks: tasks
+    harness: harnesses/terminus_json.yaml
+    space: search_spaces/default.yaml
+    schedule: "w0 -> h -> w -> h"
+    budget: 1.0
+
+Everything else has a default: the tiny model is built into the run folder when `model` is empty, the
+Optuna and MLflow stores are sqlite files in `runs/<name>/`, sandboxes are local. Relative paths are
+resolved against the config file's folder's parent when the file lives in `search_spaces/` or
+`configs/`, else against the file's folder, so a config works from any working directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coevo.search.errors import SearchError
+
+
+class Plan(BaseModel):
+    """What the budget buys. Every field may be set in the config's `plan:` section; unset ones follow
+    from `budget` (see `make_plan`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    trials: int | None = Field(None, ge=1)
+    """Finished (complete or pruned) Optuna trials per h-phase."""
+    train_trials: int | None = Field(None, ge=1)
+    """GRPO runs per w-phase when the space has train.* keys (1: the config's options only)."""
+    grpo_steps: int | None = Field(None, ge=1)
+    """GRPO optimizer steps per w-phase."""
+    warmstart_epochs: float | None = Field(None, gt=0)
+    """SFT passes over the oracle conversations in w0."""
+    dev_tasks: int | None = Field(None, ge=1)
+    """Dev tasks each trial is scored on (a fixed, family-stratified subset; all when larger)."""
+    test_tasks: int | None = Field(None, ge=1)
+    """Held-out test tasks of the final table (family-stratified subset; all when larger)."""
+    train_tasks: int | None = Field(None, ge=1)
+    """Train tasks for w0 and GRPO (family-stratified subset; all when larger)."""
+    batches: int | None = Field(None, ge=1)
+    """Dev batches per trial; an intermediate pass rate is reported after each (pruning points)."""
+    samples: int | None = Field(None, ge=1)
+    """Episodes per task in every evaluation."""
+    top_k: int | None = Field(None, ge=1)
+    """Harnesses re-scored on each new checkpoint."""
+
+
+class SearchConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    """Run name: the run folder is `<runs_dir>/<name>`; the MLflow experiment and Optuna studies use it."""
+    model: Path | None = None
+    """HF model folder to start from; empty: build the tiny model (coevo init-model) in the run folder."""
+    tasks: Path = Path("tasks")
+    """Task folder with train/dev/test splits (manifest.json)."""
+    harness: Path = Path("harnesses/terminus_json.yaml")
+    """Base harness: the baseline, and what every trial overrides."""
+    space: Path = Path("search_spaces/default.yaml")
+    """Search space (dotted harness paths and train.* GRPO options)."""
+    schedule: str = "w0 -> h -> w -> h"
+    """Phases: w0 warm start (SFT on oracle episodes), h harness search on dev, w GRPO on train."""
+    budget: float = Field(1.0, gt=0)
+    """The one dial: trials, task subsets, GRPO steps and warm-start epochs follow from it."""
+    plan: Plan = Plan()
+    """Explicit values that win over what `budget` gives."""
+    seed: int = 0
+    """Seeds sampling, TPE, task subsets, training and bootstrap intervals."""
+    runs_dir: Path = Path("runs")
+    """Parent folder of run folders."""
+    storage: str | None = None
+    """Optuna storage (any SQLAlchemy URL); empty: sqlite:///<run folder>/optuna.db."""
+    tracking_uri: str | None = None
+    """MLflow tracking URI; empty: sqlite:///<run folder>/mlflow.db with artifacts in <run folder>/mlartifacts."""
+    sandbox: str = "local"
+    """Sandbox backend for every episode."""
+    policy: dict[str, Any] | None = None
+    """Empty: the current checkpoint as a local HF policy. Else a coevo.policy spec, e.g. {backend: oracle}
+    (the model is then not what is measured; useful for tests and benchmarks)."""
+    train: dict[str, Any] = {}
+    """GRPOSpec options for every w-phase (train.* keys of the space override them per trial)."""
+    overrides: dict[str, Any] = {}
+    """Fixed dotted-path overrides applied to the base harness before anything runs."""
+    sampler: Literal["tpe", "random"] = "tpe"
+    """Optuna sampler of h-phases: multivariate TPE, or random search (for comparison)."""
+    pruning: bool = True
+    """Median pruning of h-phase trials on partial dev batches."""
+    heartbeat_interval: int = Field(5, ge=1)
+    """Seconds between Optuna trial heartbeats; a killed trial is retried once stale."""
+    grace_period: int = Field(15, ge=2)
+    """Seconds without a heartbeat after which a RUNNING trial counts as dead."""
+
+    @property
+    def run_dir(self) -> Path:
+        return self.runs_dir / self.name
+
+
+def load_config(path: str | Path, **overrides: Any) -> SearchConfig:
+    """Read a config file; relative paths resolve against the repository-like root it sits in."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise SearchError(f"{path}: cannot read search config ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        raise SearchError(f"{path}: invalid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise SearchError(f"{path}: a search config is a YAML mapping (valid keys: "
+                          f"{', '.join(SearchConfig.model_fields)})")
+    data.setdefault("name", path.stem)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    config = config_from_dict(data, str(path))
+    return resolve_paths(config, _root_of(path))
+
+
+def config_from_dict(data: dict, source: str) -> SearchConfig:
+    try:
+        return SearchConfig.model_validate(data)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                section = Plan if err["loc"][0] == "plan" else SearchConfig
+                problems.append(f"unknown key '{loc}' (valid: {', '.join(section.model_fields)})")
+            else:
+                problems.append(f"'{loc}': {err['msg']} (got {err.get('input')!r})")
+        raise SearchError(f"{source}: " + "; ".join(problems)) from None
+
+
+def _root_of(path: Path) -> Path:
+    folder = path.resolve().parent
+    return folder.parent if folder.name in ("search_spaces", "configs") else folder
+
+
+def resolve_paths(config: SearchConfig, root: Path) -> SearchConfig:
+    def fix(p: Path | None) -> Path | None:
+        return None if p is None or p.is_absolute() else (root / p)
+
+    updates = {k: fix(getattr(config, k)) for k in ("model", "tasks", "harness", "space")}
+    updates["runs_dir"] = config.runs_dir if config.runs_dir.is_absolute() else Path.cwd() / config.runs_dir
+    return config.model_copy(update={k: v for k, v in updates.items() if v is not None})
+
+
+def make_plan(config: SearchConfig, n_train: int, n_dev: int, n_test: int, n_train_params: int) -> Plan:
+    """Everything the budget sets. At budget 1 on the bundled suite (171 / 57 / 58 tasks) a run fits in
+    about 15 minutes on 2 CPU cores with the tiny model; cost grows about linearly with the budget."""
+    b = config.budget
+    derived = Plan(
+        trials=max(3, round(8 * b)),
+        train_trials=max(1, round(2 * b)) if n_train_params else 1,
+        grpo_steps=max(2, round(8 * b)),
+        warmstart_epochs=max(2.0, round(12 * b, 1)),
+        dev_tasks=min(n_dev, max(8, round(22 * b))),
+        test_tasks=n_test,  # all of them: `coevo eval --bundle ... --split test` then sees the same tasks
+        train_tasks=min(n_train, max(16, round(66 * b))),
+        batches=4 if config.pruning else 1,
+        samples=1,
+        top_k=max(2, min(4, round(3 * b))),
+    )
+    explicit = config.plan.model_dump(exclude_none=True)
+    return derived.model_copy(update=explicit)
+
+
+def dump_config(config: SearchConfig) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

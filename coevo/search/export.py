@@ -1,0 +1,187 @@
+"""`coevo export RUN --out DIR`: the best (harness, checkpoint) pair of a search as one self-contained folder.
+
+    DIR/
+      harness.yaml    the resolved harness; prompts_dir: prompts (relative, so the folder can move)
+      prompts/        the Jinja templates it names
+      model/          the Hugging Face checkpoint (weights, config, tokenizer with its chat template)
+      report.json     test-split scores with 95% CIs (this pair and the whole table), dev score, and
+                      lineage: run, MLflow runs, trial, generation, task-set hash, seeds, versions
+      README.md       the same in words, and the command that reproduces the score
+
+`load_bundle(DIR) -> (harness, model_dir, report)` reads it back; `coevo eval --bundle DIR` uses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coevo.search.errors import SearchError
+
+SKIP = {"optimizer.pt", "scheduler.pt", "training_args.bin", "trainer_state.json", "rng_state.pth"}
+"""Training state in a checkpoint folder that inference does not need."""
+PACKAGES = ("torch", "transformers", "trl", "optuna", "mlflow", "pydantic")
+
+
+def export_bundle(run_folder: Path, out: Path, row: str = "co-evolved", register: str | None = None
+                  ) -> tuple[Path, str | None]:
+    from coevo.harness import load_harness
+    from coevo.search.config import load_config
+    from coevo.search.state import load_state
+
+    config = load_config(run_folder / "config.yaml")
+    state = load_state(run_folder / "state.json")
+    if not state.done or row not in state.test:
+        raise SearchError(f"{run_folder}: the search has not finished its test table (resume it with "
+                          f"`coevo search --resume {run_folder}`); rows so far: {', '.join(state.test) or 'none'}")
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise SearchError(f"--out {out}: exists and is not empty; choose a new folder")
+    record = state.test[row]
+    base = load_harness(config.harness)
+    harness = base.with_overrides({**config.overrides, **record["overrides"]})
+    staging = out.with_name(out.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    _write_harness(harness, staging)
+    _copy_model(Path(record["checkpoint"]), staging / "model")
+    report = bundle_report(config, state, row, record, run_folder)
+    (staging / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    (staging / "README.md").write_text(_readme(report))
+    if out.exists():
+        out.rmdir()
+    staging.rename(out)
+    version = register_bundle(config, run_folder, state, out, register) if register else None
+    return out, version
+
+
+def _write_harness(harness, folder: Path) -> None:
+    (folder / "prompts").mkdir()
+    for slot in type(harness.templates).model_fields:
+        name = getattr(harness.templates, slot)
+        target = folder / "prompts" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(harness.prompts_path / name, target)
+    data = harness.model_dump(mode="json")
+    data["prompts_dir"] = "prompts"
+    (folder / "harness.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _copy_model(checkpoint: Path, target: Path) -> None:
+    if not (checkpoint / "config.json").is_file():
+        raise SearchError(f"{checkpoint}: not a Hugging Face model folder (no config.json)")
+    shutil.copytree(checkpoint, target, ignore=lambda d, names: [n for n in names if n in SKIP
+                                                                  or n.startswith("rng_state")])
+
+
+def bundle_report(config, state, row: str, record: dict, run_folder: Path) -> dict[str, Any]:
+    from coevo.search.final import ROWS
+
+    keep = ("pass_at_1", "ci_low", "ci_high", "mean_reward", "mean_turns", "format_error_rate", "timeouts",
+            "mean_tokens", "episodes", "gain", "gain_low", "gain_high")
+    incumbent = state.incumbent
+    test_tasks = sorted(record["per_task"])
+    return {
+        "pair": row,
+        "test": {k: record.get(k) for k in keep},
+        "table": {r: {k: state.test[r].get(k) for k in keep} for r in ROWS if r in state.test},
+        "per_task": record["per_task"],
+        "dev": {"pass_at_1": incumbent.pass_at_1, "ci_low": incumbent.ci_low, "ci_high": incumbent.ci_high}
+        if row == "co-evolved" else None,
+        "lineage": {
+            "run": config.name, "run_folder": str(run_folder.resolve()), "mlflow_parent_run": state.parent_run,
+            "mlflow_run": record.get("mlflow_run"), "source": record.get("source"), "trial": record.get("trial"),
+            "generation": record.get("generation"), "checkpoint": record.get("checkpoint"),
+            "overrides": record.get("overrides"), "base_harness": str(config.harness), "schedule": config.schedule,
+            "budget": config.budget, "seed": config.seed, "samples": state_samples(run_folder),
+            "tasks": {"path": str(config.tasks), "sha256": taskset_hash(config.tasks), "split": "test",
+                      "count": len(test_tasks), "names": test_tasks},
+            "versions": versions(),
+        },
+        "reproduce": f"coevo eval --bundle DIR --tasks {config.tasks} --split test --seed {config.seed} "
+                     f"--samples {state_samples(run_folder)}",
+    }
+
+
+def state_samples(run_folder: Path) -> int:
+    """Episodes per task of the run's evaluations (the plan's `samples`)."""
+    plan_file = run_folder / "plan.json"
+    return json.loads(plan_file.read_text()).get("samples", 1) if plan_file.exists() else 1
+
+
+def taskset_hash(root: Path) -> str:
+    """sha256 over every file of the task folder (relative path and bytes), in sorted order."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(root).rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def versions() -> dict[str, str]:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import coevo
+
+    out = {"coevo": coevo.__version__, "python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _readme(report: dict) -> str:
+    t, lin = report["test"], report["lineage"]
+    return (f"# coevo bundle: {report['pair']} pair of search '{lin['run']}'\n\n"
+            f"Test pass@1 {t['pass_at_1']:.3f} [95% CI {t['ci_low']:.3f}, {t['ci_high']:.3f}] on "
+            f"{lin['tasks']['count']} test tasks (task set sha256 {lin['tasks']['sha256'][:12]}).\n"
+            f"Source: {lin['source']}, generation {lin['generation']}, seed {lin['seed']}.\n\n"
+            f"Reproduce (from the repository root):\n\n    {report['reproduce'].replace('DIR', '<this folder>')}\n")
+
+
+def register_bundle(config, run_folder: Path, state, bundle: Path, name: str) -> str:
+    """Log the bundle as an artifact of the search's parent run and register it as a model version."""
+    from coevo.search.cli import store_of
+    from coevo.search.tracking import Tracker
+
+    uri, _ = store_of(run_folder)
+    tracker = Tracker(uri, config.name, run_folder / "mlartifacts")
+    client = tracker.client
+    tracker.folder(state.parent_run, bundle, "bundle")
+    if not _exists(client, name):
+        client.create_registered_model(name, description=f"coevo bundles (harness + checkpoint) of search {config.name}")
+    source = client.get_run(state.parent_run).info.artifact_uri.rstrip("/") + "/bundle"
+    report = json.loads((bundle / "report.json").read_text())
+    version = client.create_model_version(name, source, run_id=state.parent_run, tags={
+        "pair": report["pair"], "test_pass_at_1": f"{report['test']['pass_at_1']:.4f}",
+        "test_ci": f"[{report['test']['ci_low']:.4f}, {report['test']['ci_high']:.4f}]"})
+    return str(version.version)
+
+
+def _exists(client, name: str) -> bool:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_registered_model(name)
+        return True
+    except MlflowException:
+        return False
+
+
+def load_bundle(folder: str | Path) -> tuple[Any, Path, dict]:
+    """(harness, model folder, report) of an exported bundle; errors name the file that is missing."""
+    from coevo.harness import load_harness
+
+    folder = Path(folder)
+    missing = [p for p in ("harness.yaml", "model/config.json", "report.json") if not (folder / p).is_file()]
+    if missing:
+        raise SearchError(f"{folder}: not a coevo bundle (missing {', '.join(missing)}; `coevo export` writes "
+                          "harness.yaml, prompts/, model/ and report.json)")
+    return load_harness(folder / "harness.yaml"), folder / "model", json.loads((folder / "report.json").read_text())

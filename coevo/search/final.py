@@ -1,0 +1,81 @@
+"""The held-out table that ends every search: four pairs scored on the test split, each with its 95%
+interval, and each one's paired gain over the baseline.
+
+    baseline       base harness x generation-0 checkpoint (the warm start, or the given model)
+    harness-only   the harness accepted for the generation-0 checkpoint x that checkpoint
+    weights-only   base harness x the last trained checkpoint
+    co-evolved     the incumbent pair (accepted harness x accepted checkpoint)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROWS = ("baseline", "harness-only", "weights-only", "co-evolved")
+
+
+def row_pairs(s) -> dict[str, tuple[dict, str, int]]:
+    """Row -> (harness overrides, checkpoint, generation)."""
+    ckpts = s.state.checkpoints
+    harness_only = s.state.harness_only or s.state.baseline
+    inc = s.state.incumbent
+    return {"baseline": ({}, ckpts[0], 0), "harness-only": (harness_only.overrides, ckpts[0], 0),
+            "weights-only": ({}, ckpts[-1], len(ckpts) - 1), "co-evolved": (inc.overrides, inc.checkpoint, inc.generation)}
+
+
+def test_table(s) -> dict[str, dict[str, Any]]:
+    from coevo.evaluate import paired_bootstrap
+    from coevo.search import plots
+
+    run_id = s.phase_run("test")
+    done: dict[str, dict] = {}  # identical pairs are scored once
+    for row, (overrides, ckpt, gen) in row_pairs(s).items():
+        if row in s.state.test:
+            continue
+        key = repr((sorted(overrides.items()), ckpt))
+        same = next((r for r, v in s.state.test.items() if v["key"] == key), None)
+        if same is None:
+            pair, report = s.evaluate(f"test {row}", run_id, overrides, ckpt, gen, row, task_batches=[s.test],
+                                      tags={"row": row})
+            record = {**pair.model_dump(), "key": key, **{k: getattr(report.overall, k) for k in (
+                "mean_reward", "mean_turns", "format_error_rate", "timeouts", "mean_tokens", "episodes")}}
+        else:
+            record = {**s.state.test[same], "source": row, "same_as": same}
+        s.state.test[row] = record
+        s.save()
+    base = s.state.test["baseline"]["per_task"]
+    for row, record in s.state.test.items():
+        record["gain"], record["gain_low"], record["gain_high"] = paired_bootstrap(base, record["per_task"],
+                                                                                   seed=s.config.seed)
+        s.tracker.metrics(s.state.parent_run, {f"test/{row}/{k}": record[k] for k in (
+            "pass_at_1", "ci_low", "ci_high", "mean_reward", "gain", "gain_low", "gain_high")})
+    text = markdown(s.state.test, len(s.test))
+    s.tracker.text(s.state.parent_run, text, "test_table.md")
+    s.tracker.text(s.state.parent_run, _json(s.state.test), "test_table.json")
+    plots.log_capability(s.tracker, s.state.parent_run, s.state.history, s.state.test)
+    s.tracker.end(run_id)
+    s.save()
+    s.log(text)
+    return s.state.test
+
+
+def markdown(test: dict[str, dict], n_tasks: int) -> str:
+    lines = [f"Held-out test split ({n_tasks} tasks): pass@1 with 95% bootstrap interval; gain over the baseline "
+             "with its paired-bootstrap interval.", "",
+             "| pair | harness | checkpoint | pass@1 [95% CI] | gain vs baseline [95% CI] | reward | turns |",
+             "|---|---|---|---|---|---|---|"]
+    for row in ROWS:
+        r = test.get(row)
+        if r is None:
+            continue
+        harness = "base" if not r["overrides"] else f"{len(r['overrides'])} overrides ({r.get('source', row)})"
+        gain = "—" if row == "baseline" else f"{r['gain']:+.3f} [{r['gain_low']:+.3f}, {r['gain_high']:+.3f}]"
+        lines.append(f"| {row} | {harness} | g{r['generation']} | {r['pass_at_1']:.3f} [{r['ci_low']:.3f}, "
+                     f"{r['ci_high']:.3f}] | {gain} | {r['mean_reward']:.3f} | {r['mean_turns']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _json(test: dict) -> str:
+    import json
+
+    return json.dumps({row: {k: v for k, v in r.items() if k != "key"} for row, r in test.items()}, indent=1)

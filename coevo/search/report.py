@@ -1,0 +1,57 @@
+"""`coevo compare`: every scored (harness, checkpoint) pair of a run, read back from its MLflow store, best
+first, with the harness fields where the variant differs from the base harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coevo.search.errors import SearchError
+
+METRICS = ("pass_at_1", "ci_low", "ci_high", "mean_reward", "mean_turns", "format_error_rate", "timeouts",
+           "mean_tokens", "episodes")
+
+
+def variant_rows(folder: Path, phase: str | None = None) -> list[dict]:
+    from mlflow import MlflowClient
+    from mlflow.entities import ViewType
+
+    from coevo.search.cli import store_of
+    from coevo.search.config import load_config
+
+    config = load_config(folder / "config.yaml")
+    uri, _ = store_of(folder)
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name(config.name)
+    if experiment is None:
+        raise SearchError(f"{folder}: no MLflow experiment '{config.name}' in {uri}")
+    runs = client.search_runs([experiment.experiment_id], "tags.source != ''", run_view_type=ViewType.ALL,
+                              max_results=5000)
+    base = next((r for r in runs if r.data.tags.get("source") == "baseline"), None)
+    base_params = base.data.params if base else {}
+    rows = []
+    for r in runs:
+        tags, m = r.data.tags, r.data.metrics
+        if phase and tags.get("phase") != phase and not r.info.run_name.startswith(phase):
+            continue
+        diff = {k: v for k, v in r.data.params.items() if base_params.get(k) != v and not k.startswith("train.")}
+        rows.append({"run": r.info.run_name, "run_id": r.info.run_id, "phase": tags.get("phase", ""),
+                     "generation": int(tags.get("generation", 0)), "state": tags.get("state", r.info.status),
+                     "checkpoint": Path(tags.get("checkpoint", "")).name, "source": tags.get("source", ""),
+                     **{k: m.get(k) for k in METRICS}, "error": tags.get("error"), "differs": diff})
+    return sorted(rows, key=lambda row: (-(row["pass_at_1"] or -1.0), row["run"]))
+
+
+def print_rows(rows: list[dict], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("run", "gen", "state", "pass@1 [95% CI]", "reward", "turns", "fmt err", "timeouts", "tokens",
+                  "differs from the base harness", title=title)
+    for r in rows:
+        score = "—" if r["pass_at_1"] is None else f"{r['pass_at_1']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+        fmt = lambda v, f: "—" if v is None else format(v, f)  # noqa: E731
+        diff = ", ".join(f"{k}={v}" for k, v in sorted(r["differs"].items())) or "(base)"
+        table.add_row(r["run"], str(r["generation"]), r["state"], score, fmt(r["mean_reward"], ".3f"),
+                      fmt(r["mean_turns"], ".1f"), fmt(r["format_error_rate"], ".2f"), fmt(r["timeouts"], ".0f"),
+                      fmt(r["mean_tokens"], ".0f"), diff if not r["error"] else f"[red]{r['error'][:120]}[/]")
+    Console(width=200).print(table)

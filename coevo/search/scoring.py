@@ -1,0 +1,75 @@
+"""Scoring a (harness, policy) pair on a split, in batches, with Optuna pruning between batches.
+
+Every evaluation of the search goes through `score`, with the same batches and seeds, so two pairs are
+compared on the same tasks under the same sampling seeds (what the paired bootstrap assumes).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from functools import partial
+
+from coevo.evaluate import EvalReport, report
+
+
+def stratified(tasks: Sequence, n: int, seed: int) -> list:
+    """`n` tasks spread over families as evenly as possible (deterministic for a seed); all if n >= len."""
+    if n >= len(tasks):
+        return list(tasks)
+    rng = random.Random(seed)
+    by_family: dict[str, list] = defaultdict(list)
+    for t in sorted(tasks, key=lambda t: t.name):
+        by_family[t.family].append(t)
+    for group in by_family.values():
+        rng.shuffle(group)
+    families = sorted(by_family)
+    rng.shuffle(families)
+    picked: list = []
+    while len(picked) < n:
+        for f in families:
+            if by_family[f] and len(picked) < n:
+                picked.append(by_family[f].pop())
+    return sorted(picked, key=lambda t: t.name)
+
+
+def batches(tasks: Sequence, n_batches: int, seed: int) -> list[list]:
+    """Split tasks into batches that each mix the families (a partial pass rate is then a fair estimate)."""
+    order = list(tasks)
+    random.Random(seed).shuffle(order)
+    order.sort(key=lambda t: t.family)  # stable: families in blocks, shuffled inside
+    out: list[list] = [[] for _ in range(max(1, min(n_batches, len(order))))]
+    for i, t in enumerate(order):  # deal round-robin: every batch gets a slice of every family
+        out[i % len(out)].append(t)
+    return out
+
+
+class Pruned(Exception):
+    """The trial was stopped after a batch; `partial` holds what was scored."""
+
+    def __init__(self, step: int, value: float, partial: EvalReport):
+        super().__init__(f"pruned after batch {step + 1} at pass rate {value:.3f}")
+        self.step, self.value, self.partial = step, value, partial
+
+
+def score(task_batches: list[list], harness, policy, samples: int, seed: int, sandbox: str = "local",
+          trial=None, on_batch: Callable[[int, float, int], None] | None = None) -> EvalReport:
+    """Roll out every batch; with an Optuna `trial`, report the running pass rate after each batch and
+    raise `Pruned` when the pruner says so. Episodes per batch use seed + batch index."""
+    from coevo.rollout import rollout
+    from coevo.sandbox import make_sandbox
+
+    trajectories: list = []
+    for i, batch in enumerate(task_batches):
+        trajectories += rollout(batch, harness, policy, n_per_task=samples, seed=seed + i,
+                                make_sandbox=partial(make_sandbox, backend=sandbox))
+        partial_report = report(trajectories, seed)
+        value = partial_report.overall.pass_at_1
+        if on_batch is not None:
+            on_batch(i, value, len(trajectories))
+        if trial is not None and i < len(task_batches) - 1:
+            trial.report(value, i)
+            if trial.should_prune():
+                raise Pruned(i, value, partial_report)
+    return report(trajectories, seed)

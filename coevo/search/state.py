@@ -1,0 +1,80 @@
+"""What a search has done so far, in `runs/<name>/state.json`: written atomically after every step, so
+`coevo search --resume` skips finished work (Optuna's storage holds the trials themselves)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Pair(BaseModel):
+    """One (harness, checkpoint) pair scored on a split."""
+
+    overrides: dict[str, Any] = {}
+    """Dotted harness overrides on top of the base harness ({} is the base harness)."""
+    train: dict[str, Any] = {}
+    """GRPO options the checkpoint was trained with (train.* of the space)."""
+    checkpoint: str
+    """HF model folder."""
+    generation: int
+    """How many w-phases produced the checkpoint (0: the warm start or the given model)."""
+    source: str
+    """Where the pair comes from: 'baseline', 'h1 #4', 'rescore w1', ..."""
+    pass_at_1: float = 0.0
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    per_task: dict[str, float] = {}
+    """pass@1 per task: what the paired bootstrap resamples."""
+    mlflow_run: str | None = None
+    trial: int | None = None
+    study: str | None = None
+
+
+class Step(BaseModel):
+    """A finished unit of work inside a phase (so a resumed phase skips it)."""
+
+    key: str
+    data: dict[str, Any] = {}
+
+
+class RunState(BaseModel):
+    parent_run: str | None = None
+    """MLflow id of the search's parent run."""
+    phases_done: int = 0
+    """Phases of the schedule finished (the next one to run is schedule[phases_done])."""
+    phase_runs: dict[str, str] = {}
+    """Phase name (w0, h1, w1, ...) -> MLflow run id."""
+    checkpoints: list[str] = []
+    """checkpoints[g]: the model of generation g."""
+    baseline: Pair | None = None
+    """The base harness on the generation-0 checkpoint, scored on dev."""
+    incumbent: Pair | None = None
+    """The accepted pair: it changes only when a challenger beats it beyond the noise band."""
+    harness_only: Pair | None = None
+    """The best harness for the generation-0 checkpoint (the first h-phase's accepted harness)."""
+    pool: list[Pair] = []
+    """Top-k harnesses of the latest h-phase, re-scored after every w-phase."""
+    steps: list[Step] = []
+    """Finished steps of the current phase; cleared when the phase ends."""
+    history: list[dict[str, Any]] = []
+    """Per phase: generation, incumbent dev pass@1 with CI, and what happened (accepted or not)."""
+    test: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Final table: row name -> Pair fields + test summary."""
+    done: bool = False
+
+    def step(self, key: str) -> Step | None:
+        return next((s for s in self.steps if s.key == key), None)
+
+
+def load_state(path: Path) -> RunState:
+    return RunState.model_validate_json(path.read_text()) if path.exists() else RunState()
+
+
+def save_state(path: Path, state: RunState) -> None:
+    """Write-then-rename: a kill -9 leaves the old state or the new one, never half of one."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(state.model_dump_json(indent=1))
+    os.replace(tmp, path)

@@ -1,0 +1,98 @@
+"""Optuna plumbing: RDB storage with heartbeats, the samplers and pruner, and `optimize_until`, which
+runs a study until it holds a target number of finished trials, however many processes it took.
+
+Why these choices (STACK.md, Optuna 5):
+- heartbeats + RetryHeartbeatStaleTrialCallback: a trial whose process was killed (-9) stops beating;
+  once stale it is marked FAIL and re-queued with the same parameters. Heartbeats only run inside
+  `study.optimize`, so every trial goes through it (never ask/tell);
+- the target counts COMPLETE and PRUNED trials across the whole study, so a resumed search or a second
+  worker on the same storage contributes to one budget instead of restarting it;
+- multivariate TPE with `group=True` models the conditional parameters of a space (a retry cap that only
+  exists when format feedback is on) instead of treating them as independent.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+
+import optuna
+from optuna.trial import TrialState
+
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+RETRIES = 3
+"""How many times a killed trial is re-run before it stays FAIL."""
+
+
+def make_storage(url: str, heartbeat_interval: int, grace_period: int) -> optuna.storages.RDBStorage:
+    """Any SQLAlchemy URL (sqlite:///runs/x/optuna.db, postgresql://...), with heartbeats."""
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+
+    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=heartbeat_interval,
+                          grace_period=grace_period,
+                          heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES))
+
+
+def make_sampler(kind: str, seed: int, trials: int) -> optuna.samplers.BaseSampler:
+    if kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # A third of the budget explores at random before TPE models the space (Optuna's default of 10
+        # startup trials would leave a small budget entirely random).
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True,
+                                          n_startup_trials=max(2, trials // 3))
+
+
+def make_pruner(enabled: bool) -> optuna.pruners.BasePruner:
+    if not enabled:
+        return optuna.pruners.NopPruner()
+    # Prune a trial whose pass rate after a dev batch is below the median of earlier trials at that batch.
+    return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0, interval_steps=1)
+
+
+def open_study(storage, name: str, sampler, pruner) -> optuna.Study:
+    return optuna.create_study(storage=storage, study_name=name, direction="maximize", sampler=sampler,
+                               pruner=pruner, load_if_exists=True)
+
+
+def finished(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=FINISHED))
+
+
+def optimize_until(study: optuna.Study, target: int, objective: Callable, grace_period: int,
+                   wait_for_stale: bool = True) -> None:
+    """Run trials until the study holds `target` finished ones.
+
+    A trial left RUNNING by a killed process is retried once its heartbeat is stale; when resuming we
+    wait (at most one grace period) for that to happen, so the retry comes first and the trial count
+    stays exact.
+    """
+    if wait_for_stale:
+        wait_stale(study, grace_period)
+    while (left := target - finished(study)) > 0:
+        study.optimize(objective, n_trials=left, catch=(), gc_after_trial=False)
+
+
+def wait_stale(study: optuna.Study, grace_period: int) -> None:
+    deadline = time.monotonic() + grace_period + 2
+    while study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) and time.monotonic() < deadline:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+        if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            time.sleep(1.0)
+
+
+def retried_from(trial) -> int | None:
+    """The number of the original trial when this one re-runs a killed trial."""
+    return trial.system_attrs.get("failed_trial")
+
+
+def top_trials(study: optuna.Study, k: int) -> list[optuna.trial.FrozenTrial]:
+    complete = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
+    return sorted(complete, key=lambda t: (-t.value, t.number))[:k]

@@ -1,0 +1,183 @@
+"""MLflow tracking of a search: one parent run, a child run per phase, a grandchild per trial or
+evaluation. Built on `MlflowClient` with explicit run ids (no global "active run"), so that a resumed
+search can reopen its runs and a crash leaves nothing half-attached.
+
+Layout in the store (experiment = the run name):
+    search <name>                  parent: config params, test-table metrics, plots
+      w0 / h1 / w1 / h2 / test     phase runs (tags: phase, generation, checkpoint); GRPO metrics in w runs
+        h1 #3, rescore ..., ...    trial / evaluation runs: params = flattened harness, metrics = pass@1
+                                   with CI, reward, turns, format errors, timeouts, tokens, per family;
+                                   artifacts = harness.yaml, rendered prompts, trajectory sample, per_task.csv
+
+MLflow 3.17 traps (STACK.md): the URI is always explicit (sqlite:///... by default), the artifact location
+is explicit, and LITELLM_LOCAL_MODEL_COST_MAP=True keeps it from fetching a price list offline.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+MAX_PARAM_CHARS = 6000
+SUMMARY_METRICS = ("pass_at_1", "ci_low", "ci_high", "mean_reward", "mean_turns", "format_error_rate", "timeouts",
+                   "mean_tokens", "episodes")
+
+
+def default_uri(run_dir: Path) -> str:
+    return f"sqlite:///{Path(run_dir).resolve() / 'mlflow.db'}"
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """{"limits": {"max_turns": 8}} -> {"limits.max_turns": 8}."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+class Tracker:
+    def __init__(self, uri: str, experiment: str, artifact_root: Path):
+        from mlflow import MlflowClient
+
+        self.uri = uri
+        self.client = MlflowClient(uri)
+        found = self.client.get_experiment_by_name(experiment)
+        if found is None:
+            Path(artifact_root).mkdir(parents=True, exist_ok=True)
+            self.experiment_id = self.client.create_experiment(
+                experiment, artifact_location=Path(artifact_root).resolve().as_uri())
+        else:
+            self.experiment_id = found.experiment_id
+
+    # -- runs --------------------------------------------------------------------------------------
+    def start(self, name: str, parent: str | None = None, tags: dict[str, Any] | None = None) -> str:
+        all_tags = {k: str(v) for k, v in (tags or {}).items()}
+        if parent:
+            all_tags["mlflow.parentRunId"] = parent
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        return run.info.run_id
+
+    def end(self, run_id: str, status: str = "FINISHED") -> None:
+        self.client.set_terminated(run_id, status=status)
+
+    def reopen(self, run_id: str) -> None:
+        self.client.update_run(run_id, status="RUNNING")
+
+    def kill_running(self) -> list[str]:
+        """End every run of this experiment left RUNNING (by a crash or kill -9) as KILLED."""
+        from mlflow.entities import ViewType
+
+        runs = self.client.search_runs([self.experiment_id], "attributes.status = 'RUNNING'",
+                                       run_view_type=ViewType.ACTIVE_ONLY, max_results=10_000)
+        for run in runs:
+            self.client.set_tag(run.info.run_id, "killed_by", "resume: left RUNNING by an interrupted search")
+            self.client.set_terminated(run.info.run_id, status="KILLED")
+        return [r.info.run_id for r in runs]
+
+    # -- values ------------------------------------------------------------------------------------
+    def tags(self, run_id: str, tags: dict[str, Any]) -> None:
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items()])
+
+    def params(self, run_id: str, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, _param_text(v)) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i: i + 100])
+
+    def metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, step) for k, v in metrics.items() if v is not None and _finite(v)]
+        for i in range(0, len(items), 1000):
+            self.client.log_batch(run_id, metrics=items[i: i + 1000])
+
+    def summary(self, run_id: str, report, prefix: str = "") -> None:
+        """pass@1 with CI, reward, turns, format errors, timeouts, tokens: overall and per family."""
+        values = {f"{prefix}{k}": getattr(report.overall, k) for k in SUMMARY_METRICS}
+        for family, s in report.families.items():
+            values.update({f"{prefix}family/{family}/{k}": getattr(s, k) for k in ("pass_at_1", "mean_reward")})
+        self.metrics(run_id, values)
+
+    # -- artifacts ---------------------------------------------------------------------------------
+    def text(self, run_id: str, text: str, path: str) -> None:
+        self.client.log_text(run_id, text, path)
+
+    def file(self, run_id: str, local: Path, folder: str | None = None) -> None:
+        self.client.log_artifact(run_id, str(local), folder)
+
+    def folder(self, run_id: str, local: Path, folder: str | None = None) -> None:
+        self.client.log_artifacts(run_id, str(local), folder)
+
+    def figure(self, run_id: str, figure, path: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / Path(path).name
+            figure.savefig(out, dpi=100, bbox_inches="tight")
+            self.client.log_artifact(run_id, str(out), str(Path(path).parent) if "/" in path else None)
+
+    def evaluation(self, run_id: str, harness, report, sample: int = 3) -> None:
+        """The artifacts of one (harness, checkpoint) evaluation."""
+        self.text(run_id, harness.to_yaml(), "harness.yaml")
+        self.text(run_id, rendered_prompts(harness), "rendered_prompts.md")
+        self.text(run_id, per_task_csv(report), "per_task.csv")
+        if report.trajectories:
+            lines = [t.model_dump_json() for t in report.trajectories[:sample]]
+            self.text(run_id, "\n".join(lines) + "\n", "trajectories_sample.jsonl")
+
+
+def _param_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
+
+
+def _finite(v: float) -> bool:
+    try:
+        return abs(float(v)) != float("inf") and float(v) == float(v)
+    except (TypeError, ValueError):
+        return False
+
+
+def per_task_csv(report) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["task", "family", "sample", "passed", "reward", "status", "turns", "format_errors", "timeouts",
+                     "tokens", "error"])
+    for t in report.trajectories:
+        writer.writerow([t.task, t.family, t.sample, int(t.reward >= 1.0 and not t.verify_error), t.reward, t.status,
+                         t.turns, t.format_errors, t.timeouts, t.tokens, (t.error or t.verify_error or "")[:200]])
+    return out.getvalue()
+
+
+def rendered_prompts(harness) -> str:
+    """Every message template of the harness rendered with sample values, as the model would read them."""
+    from coevo.harness.prompts import format_error_text, instance_prompt, observation_text, system_prompt
+    from coevo.harness.tools import ToolResult
+
+    initial = "total 8\n-rw-r--r-- 1 nobody nogroup 6 input.txt" if harness.initial_observation else None
+    parts = [
+        ("system", system_prompt(harness)),
+        ("instance", instance_prompt(harness, "Write 42 to /app/answer.txt.", "sample-task", initial)),
+        ("observation (success)", observation_text(harness, ToolResult(tool="bash", command="cat input.txt",
+                                                                        output="hello", exit_code=0))),
+        ("observation (failure)", observation_text(harness, ToolResult(tool="bash", command="cat nope",
+                                                                        output="cat: nope: No such file",
+                                                                        exit_code=1))),
+        ("observation (timeout)", observation_text(harness, ToolResult(tool="bash", command="sleep 999", output="",
+                                                                        exit_code=None, timed_out=True))),
+        ("format error", format_error_text(harness, "No JSON object found.", harness.recovery.max_format_retries)),
+    ]
+    return "\n\n".join(f"## {name}\n\n```\n{text}\n```" for name, text in parts) + "\n"

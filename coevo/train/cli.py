@@ -1,0 +1,110 @@
+"""`coevo init-model` and `coevo warmstart`. Heavy libraries are imported inside the commands."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg="red", err=True)
+    raise typer.Exit(2)
+
+
+def init_model(
+    out: Annotated[Path, typer.Option(help="Folder to write the model and tokenizer to (HF format).")],
+    tasks: Annotated[Path, typer.Option(help="Task folders the tokenizer learns its vocabulary from.")] = Path(
+        "tasks"),
+    prompts: Annotated[Path, typer.Option(help="Harness prompt templates, also in the vocabulary.")] = Path(
+        "prompts"),
+    seed: Annotated[int, typer.Option(help="Seed of the random initialisation.")] = 0,
+) -> None:
+    """Build the default tiny model here: a BPE tokenizer trained on the tasks and a fresh small Qwen2."""
+    from coevo.train.model import build_tiny_model, describe
+
+    if not tasks.is_dir():
+        fail(f"--tasks {tasks}: not a folder (expected task folders with instruction.md)")
+    start = time.perf_counter()
+    folder = build_tiny_model(out, tasks, seed=seed, prompts_dir=prompts if prompts.is_dir() else None)
+    print(f"wrote {describe(folder)} to {folder} in {time.perf_counter() - start:.1f}s")
+
+
+def warmstart(
+    model: Annotated[Path, typer.Option(help="HF model folder to start from (e.g. from init-model).")],
+    harness: Annotated[Path, typer.Option(help="Harness YAML the oracle trajectories are rendered with.")],
+    out: Annotated[Path, typer.Option(help="Folder for the fine-tuned checkpoint.")],
+    tasks: Annotated[Path, typer.Option(help="Task folder (with splits).")] = Path("tasks"),
+    split: Annotated[str, typer.Option(help="Split whose solutions are trained on.")] = "train",
+    epochs: Annotated[float, typer.Option(help="Passes over the oracle conversations.")] = 0.0,
+    lr: Annotated[float, typer.Option(help="Peak learning rate.")] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed for data order and initialisation of training.")] = 0,
+) -> None:
+    """Supervised warm start: oracle episodes through the harness, then TRL SFT on the assistant turns."""
+    from coevo.errors import CoevoError
+    from coevo.train.warmstart import run_warmstart
+
+    try:
+        report = run_warmstart(model, harness, tasks, split, out, epochs=epochs or None, lr=lr or None,
+                               seed=seed)
+    except (CoevoError, ValueError) as e:
+        fail(str(e))
+    print(report)
+
+
+def train(
+    model: Annotated[Path, typer.Option(help="HF model folder to train (e.g. from warmstart).")],
+    harness: Annotated[Path, typer.Option(help="Harness YAML the episodes run under (as in eval).")],
+    out: Annotated[Path, typer.Option(help="Run folder: checkpoints/, metrics.jsonl, rollouts/.")],
+    tasks: Annotated[Path, typer.Option(help="Task folder (with splits).")] = Path("tasks"),
+    split: Annotated[str, typer.Option(help="Split to train on: train, dev, test or all.")] = "train",
+    steps: Annotated[int | None, typer.Option(help="Total optimizer steps (spec: steps).")] = None,
+    group_size: Annotated[int | None, typer.Option(help="Episodes per task per step (spec: group_size).")] = None,
+    tasks_per_step: Annotated[int | None, typer.Option(help="Tasks per step (spec: tasks_per_step).")] = None,
+    lr: Annotated[float | None, typer.Option(help="Learning rate (spec: learning_rate).")] = None,
+    reward: Annotated[str | None, typer.Option(help="binary or partial (spec: reward).")] = None,
+    rollout_dtype: Annotated[str | None, typer.Option(help="fp32 or bf16 (spec: rollout_dtype).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (spec: seed).")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML mapping of GRPO spec fields.")] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="FIELD=VALUE (YAML value), repeatable, e.g. --set beta=0.01 --set mismatch.action=halt "
+                      "--set trl.top_entropy_quantile=0.2. Fields: see GRPOSpec (coevo/train/grpo_spec.py).")
+    ] = None,
+    max_tasks: Annotated[int | None, typer.Option(help="Train on only the first N tasks of the split.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out from its newest checkpoint.")] = False,
+) -> None:
+    """GRPO (TRL) on multi-turn episodes under a harness, rewards from the task verifiers."""
+    import yaml
+
+    from coevo.errors import CoevoError
+    from coevo.harness import load_harness
+    from coevo.tasks import load_taskset
+    from coevo.train.grpo_spec import GRPOSpec, spec_from_dict
+
+    try:
+        data = yaml.safe_load(config.read_text()) if config else {}
+        if not isinstance(data, dict):
+            fail(f"--config {config}: expected a YAML mapping of GRPO spec fields")
+        spec = spec_from_dict(data, source=str(config or "GRPO spec"))
+        flags = {"steps": steps, "group_size": group_size, "tasks_per_step": tasks_per_step, "learning_rate": lr,
+                 "reward": reward, "rollout_dtype": rollout_dtype, "seed": seed}
+        overrides = {k: v for k, v in flags.items() if v is not None}
+        for item in set_ or []:
+            key, sep, value = item.partition("=")
+            if not sep:
+                fail(f"--set {item!r}: expected FIELD=VALUE (fields: {', '.join(GRPOSpec.model_fields)})")
+            overrides[key.strip()] = yaml.safe_load(value)
+        spec = spec.with_overrides(overrides)
+        task_list = load_taskset(tasks).split(split)[:max_tasks]
+        loaded = load_harness(harness)
+        from coevo.train.grpo import train_grpo
+
+        result = train_grpo(model, loaded, task_list, out, spec, resume=resume)
+    except (CoevoError, ValueError, OSError) as e:
+        fail(str(e))
+    last = result.metrics[-1] if result.metrics else {}
+    print(f"{result.steps} steps (resumed from {result.resumed_from}); last step: reward "
+          f"{last.get('reward/mean', float('nan')):.3f}, pass {last.get('pass_rate', float('nan')):.3f}; "
+          f"checkpoint {result.checkpoint}")

@@ -1,0 +1,211 @@
+"""The inner loop (w-phase): TRL `GRPOTrainer`, not subclassed, with our rollout engine as its `rollout_func`.
+
+    train_grpo(model_dir, harness, tasks, out_dir, spec, resume) -> TrainResult
+
+One step = `spec.tasks_per_step` tasks x `spec.group_size` episodes rolled out under the harness, one
+optimizer step (gradients accumulate over micro-batches). Where this departs from plain TRL GRPO:
+- the rollouts are multi-turn episodes in sandboxes; environment tokens are masked (`env_mask`), and the
+  harness's recovery and context policies run exactly as in evaluation (one code path);
+- a separate rollout copy of the model (fp32 or bf16) gets the trainer's weights each step, like a
+  generation server; we measure the train/rollout mismatch ourselves (TRL only corrects it with vLLM);
+- checkpoints are published atomically (coevo.train.checkpoint) and `resume` continues a killed run.
+
+MLflow: with `report_to` resolved to mlflow, TRL's MLflowCallback logs params and every step's metrics.
+If an MLflow run is active when `train_grpo` is called, the callback logs INTO that run and leaves it
+open; with MLFLOW_NESTED_RUN=1 in the environment it opens a child run under it (and ends the child when
+training ends). Without an active run it starts one (MLFLOW_EXPERIMENT_NAME, MLFLOW_RUN_ID are honoured).
+A run the callback started is ended FAILED if training raises.
+
+This module imports torch and TRL only inside functions: importing it is cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coevo.train.grpo_spec import GRPOSpec, MismatchSpec, spec_from_dict
+
+__all__ = ["GRPOSpec", "MismatchSpec", "TrainResult", "spec_from_dict", "train_grpo"]
+
+METRICS_FILE = "metrics.jsonl"
+
+
+@dataclass
+class TrainResult:
+    checkpoint: Path
+    """The newest complete checkpoint: a HF model folder (with tokenizer) that HFPolicy loads."""
+    run_dir: Path
+    steps: int
+    """Optimizer steps the run has finished (over all resumptions)."""
+    resumed_from: int = 0
+    """The step this call resumed from (0: a fresh run)."""
+    metrics: list[dict] = field(default_factory=list)
+    """One record per step: TRL's logged metrics (loss, reward, kl, ...) and ours (pass_rate, mismatch/*,
+    drift/*, tokens/*, groups/*, time/*), over all resumptions."""
+
+
+def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, resume: bool = False,
+               console=None) -> TrainResult:
+    """Train `model_dir` with GRPO on `tasks` under `harness`; checkpoints and metrics go to `out_dir`."""
+    from rich.console import Console
+
+    from coevo.train import checkpoint as ckpt
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    console = console or Console(stderr=True)
+    out_dir, model_dir = Path(out_dir), Path(model_dir)
+    start = _start_point(out_dir, resume)
+    resumed_from = ckpt.step_of(start) if start else 0
+    if resumed_from >= spec.steps:
+        console.print(f"{out_dir}: already at step {resumed_from} of {spec.steps}; nothing to train")
+        return _result(out_dir, start, resumed_from)
+    if not tasks:
+        raise ValueError("train_grpo: no tasks to train on")
+    harness = _training_harness(harness, spec)
+    _record_run(out_dir, model_dir, harness, tasks, spec, resumed_from)
+    trainer, bridge = _make_trainer(model_dir, harness, tasks, out_dir, spec, console)
+    reporting = "mlflow" in trainer.args.report_to
+    had_run = _mlflow_active() if reporting else False
+    console.print(f"GRPO: {len(tasks)} tasks, {spec.tasks_per_step} x {spec.group_size} episodes per step, "
+                  f"steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, harness {harness.name}"
+                  + (f", resuming from {start}" if start else ""))
+    try:
+        trainer.train(resume_from_checkpoint=str(start) if start else None)
+    except BaseException:
+        if reporting and not had_run and _mlflow_active():
+            import mlflow
+
+            mlflow.end_run(status="FAILED")
+        raise
+    finally:
+        ckpt.clear_staging(out_dir)
+    return _result(out_dir, ckpt.last_checkpoint(out_dir), trainer.state.global_step, resumed_from)
+
+
+def _start_point(out_dir: Path, resume: bool) -> Path | None:
+    from coevo.train import checkpoint as ckpt
+
+    ckpt.clear_staging(out_dir)
+    last = ckpt.last_checkpoint(out_dir)
+    if last is not None and not resume:
+        raise ValueError(f"{out_dir}: holds checkpoints (newest {last.name}); pass resume=True (--resume) to "
+                         "continue that run, or choose a new output folder")
+    _truncate_metrics(out_dir, ckpt.step_of(last) if last else 0)
+    return last
+
+
+def _training_harness(harness, spec: GRPOSpec):
+    if spec.temperature is not None:
+        harness = harness.with_overrides({"decoding.temperature": spec.temperature})
+    if harness.decoding.temperature <= 0:
+        raise ValueError(f"harness '{harness.name}': decoding.temperature is 0 (greedy); GRPO needs sampling: "
+                         "set train.temperature > 0 or the harness's decoding.temperature")
+    return harness
+
+
+def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, console):
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
+    from trl import GRPOTrainer
+
+    from coevo.policy.hf import HFPolicy
+    from coevo.train.checkpoint import AtomicCheckpoints
+    from coevo.train.grpo_log import StepLog
+    from coevo.train.grpo_rollout import GRPORollout
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    policy = HFPolicy(model_dir, device=device, dtype={"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype])
+    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print)
+    step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps, console)
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=[bridge.reward_func()], args=grpo_config(spec, harness, out_dir, device),
+        train_dataset=Dataset.from_list([{"prompt": t.name} for t in tasks]), processing_class=tokenizer,
+        rollout_func=bridge, callbacks=[step_log],
+    )
+    trainer.remove_callback(PrinterCallback)  # StepLog prints one rich line per step instead
+    # Order matters: StepLog adds time/train to the logs before the reporters see them, and checkpoints
+    # are published (moved out of .staging) only after every other on_save has run.
+    for cb in [c for c in trainer.callback_handler.callbacks if type(c).__module__.startswith(
+            "transformers.integrations")]:
+        trainer.remove_callback(cb)
+        trainer.add_callback(cb)
+    info = {"base_model": str(model_dir), "harness": harness.name, "spec": spec.model_dump(mode="json")}
+    trainer.add_callback(AtomicCheckpoints(out_dir, spec.keep_checkpoints, info))
+    return trainer, bridge
+
+
+def grpo_config(spec: GRPOSpec, harness, out_dir: Path, device: str = "cpu"):
+    """TRL's GRPOConfig for a spec: one generation batch and one optimizer step per step."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    from coevo.train.checkpoint import STAGING
+
+    micro = spec.micro_batch_size or spec.batch_size
+    unknown = set(spec.trl) - {f.name for f in dataclasses.fields(GRPOConfig)}
+    if unknown:
+        raise ValueError(f"GRPO spec: trl: {sorted(unknown)} are not TRL GRPOConfig options")
+    options = dict(
+        output_dir=str(out_dir / STAGING), max_steps=spec.steps, per_device_train_batch_size=micro,
+        gradient_accumulation_steps=spec.batch_size // micro, num_generations=spec.group_size,
+        learning_rate=spec.learning_rate, lr_scheduler_type=spec.lr_scheduler_type,
+        warmup_steps=spec.warmup_steps, weight_decay=spec.weight_decay, max_grad_norm=spec.max_grad_norm,
+        loss_type=spec.loss_type, beta=spec.beta, epsilon=spec.epsilon, epsilon_high=spec.epsilon_high,
+        scale_rewards=spec.scale_rewards, num_iterations=spec.num_iterations,
+        importance_sampling_level=spec.importance_sampling_level,
+        mask_truncated_completions=spec.mask_truncated_completions,
+        off_policy_mask_threshold=spec.off_policy_mask_threshold,
+        temperature=harness.decoding.temperature, top_p=harness.decoding.top_p,
+        # Only dr_grpo's normaliser reads it: the longest buffer an episode can reach.
+        max_completion_length=harness.limits.max_episode_tokens + harness.limits.max_tokens_per_turn,
+        seed=spec.seed, use_cpu=device == "cpu", bf16=False, fp16=False, activation_checkpointing=False,
+        save_strategy="steps", save_steps=spec.save_steps, save_total_limit=None, logging_steps=1,
+        report_to=_report_to(spec), disable_tqdm=True, dataloader_num_workers=0, log_completions=False,
+    )
+    return GRPOConfig(**{**options, **spec.trl})
+
+
+def _report_to(spec: GRPOSpec) -> list[str]:
+    if spec.report_to != "auto":
+        return [] if spec.report_to == "none" else [spec.report_to]
+    return ["mlflow"] if os.environ.get("MLFLOW_TRACKING_URI") or _mlflow_active() else []
+
+
+def _mlflow_active() -> bool:
+    import sys
+
+    if "mlflow" not in sys.modules:  # nobody started a run in this process without importing mlflow
+        return False
+    return sys.modules["mlflow"].active_run() is not None
+
+
+def _record_run(out_dir: Path, model_dir: Path, harness, tasks: list, spec: GRPOSpec, resumed_from: int) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "harness.yaml").write_text(harness.to_yaml())
+    run = {"base_model": str(model_dir), "harness": harness.name, "tasks": [t.name for t in tasks],
+           "spec": spec.model_dump(mode="json"), "resumed_from": resumed_from}
+    (out_dir / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+
+
+def _truncate_metrics(out_dir: Path, step: int) -> None:
+    """Forget logged steps after `step` (a killed run logged them, but its checkpoint did not keep them)."""
+    path = out_dir / METRICS_FILE
+    if path.exists():
+        kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+        path.write_text("".join(line + "\n" for line in kept))
+
+
+def _result(out_dir: Path, checkpoint: Path | None, steps: int, resumed_from: int | None = None) -> TrainResult:
+    path = out_dir / METRICS_FILE
+    metrics = [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
+    if checkpoint is None:
+        raise RuntimeError(f"{out_dir}: training ended without a checkpoint")
+    return TrainResult(checkpoint, out_dir, steps, steps if resumed_from is None else resumed_from, metrics)

@@ -1,0 +1,132 @@
+"""`GRPOSpec`: every setting of the inner loop, as data. A search space sets a field as `train.<field>`
+(`train.mismatch.<field>` for the mismatch watch); `GRPOSpec.with_overrides` applies dotted overrides.
+
+Fields named like TRL's `GRPOConfig` options pass through unchanged; `trl` takes any other GRPOConfig
+option. Importing this module is cheap (no torch, no TRL).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class MismatchSpec(BaseModel):
+    """Thresholds on the train/rollout logprob mismatch, checked on every step's rollouts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["warn", "skip", "halt"] = "warn"
+    """On a breach: `warn` logs it; `skip` masks the whole batch out of the loss; `halt` stops the run with an
+    error (the last checkpoint stays)."""
+    min_pearson: float = Field(0.9, ge=-1, le=1)
+    """Breach when the Pearson correlation of trainer and rollout logprobs (model tokens) falls below this."""
+    max_mean_abs_diff: float = Field(0.1, ge=0)
+    """Breach when the mean |trainer - rollout| logprob over model tokens exceeds this."""
+    max_kl: float = Field(0.05, ge=0)
+    """Breach when the approximate KL(rollout || trainer) per model token (k3 estimator) exceeds this."""
+
+
+class GRPOSpec(BaseModel):
+    """One inner-loop run: batch shape, TRL GRPO loss options, reward, mismatch watch, checkpoints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int = Field(20, ge=1)
+    """Total optimizer steps of the run (a resumed run continues up to this count)."""
+    group_size: int = Field(4, ge=2)
+    """Episodes per task per step (TRL `num_generations`): the GRPO group whose rewards are compared."""
+    tasks_per_step: int = Field(4, ge=1)
+    """Distinct tasks per step; one step rolls out tasks_per_step * group_size episodes."""
+    micro_batch_size: int | None = Field(None, ge=1)
+    """Episodes per forward/backward pass (gradients accumulate to one optimizer step); None: all at once.
+    Must divide tasks_per_step * group_size."""
+    learning_rate: float = Field(1e-4, gt=0)
+    """AdamW peak learning rate."""
+    lr_scheduler_type: Literal["constant", "constant_with_warmup", "linear", "cosine"] = "constant"
+    """Learning-rate schedule over `steps` (transformers' names)."""
+    warmup_steps: int = Field(0, ge=0)
+    """Linear warmup steps (schedules with warmup)."""
+    weight_decay: float = Field(0.0, ge=0)
+    """AdamW decoupled weight decay."""
+    max_grad_norm: float = Field(1.0, gt=0)
+    """Gradient clipping norm."""
+    loss_type: Literal["grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"] = "dapo"
+    """TRL GRPO loss aggregation (`dapo`: token-level over the whole batch)."""
+    beta: float = Field(0.0, ge=0)
+    """KL penalty toward the starting model (0: no reference model is loaded)."""
+    epsilon: float = Field(0.2, gt=0)
+    """PPO-style clipping range of the importance ratio."""
+    epsilon_high: float | None = Field(None, gt=0)
+    """Upper clipping range (DAPO's clip-higher); None: same as epsilon."""
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    """Divide advantages by the group's reward std (`group`), the batch's (`batch`), or not (`none`, Dr. GRPO)."""
+    num_iterations: int = Field(1, ge=1)
+    """Optimizer passes over each step's rollouts (TRL's mu); >1 makes later passes off-policy."""
+    importance_sampling_level: Literal["token", "sequence"] = "token"
+    """Importance ratio per token (GRPO) or per sequence (GSPO)."""
+    mask_truncated_completions: bool = False
+    """Leave episodes that did not end on a stop token (limits, cut replies) out of the loss."""
+    off_policy_mask_threshold: float | None = Field(None, gt=0)
+    """Drop negative-advantage episodes whose mean KL(rollout || trainer) passes this (DeepSeek-V3.2 OPSM)."""
+    temperature: float | None = Field(None, gt=0)
+    """Sampling temperature for training rollouts; None: the harness's `decoding.temperature` (must be > 0)."""
+    reward: Literal["binary", "partial"] = "binary"
+    """`binary`: the verifier's reward; `partial`: the mean of its per-check credits (reward.json)."""
+    drop_no_signal_groups: bool = False
+    """Mask groups whose rewards are all equal (zero advantage) out of the loss and its token count."""
+    rollout_dtype: Literal["fp32", "bf16"] = "fp32"
+    """Precision of the rollout copy of the model (training stays fp32); bf16 shows a real mismatch on CPU."""
+    mismatch: MismatchSpec = MismatchSpec()
+    """Train/rollout logprob mismatch thresholds and what a breach does."""
+    save_steps: int = Field(1, ge=1)
+    """Write a checkpoint every this many steps (and at the last step)."""
+    keep_checkpoints: int = Field(2, ge=1)
+    """Checkpoints kept; older ones are deleted only after a newer one is complete."""
+    save_rollouts: bool = True
+    """Write each step's trajectories to RUN_DIR/rollouts/step-N.jsonl."""
+    seed: int = 0
+    """Seed of data order, initialisation and rollout sampling (each step samples with seed + step)."""
+    report_to: Literal["auto", "none", "mlflow"] = "auto"
+    """`auto`: MLflow when MLFLOW_TRACKING_URI is set or an MLflow run is active, else none."""
+    trl: dict[str, Any] = {}
+    """Any other TRL `GRPOConfig` option, passed through as is (e.g. {"top_entropy_quantile": 0.2})."""
+
+    def with_overrides(self, overrides: dict[str, Any]) -> GRPOSpec:
+        """A new validated spec with dotted fields replaced, e.g. {"beta": 0.01, "mismatch.action": "skip"}."""
+        data = self.model_dump()
+        for path, value in overrides.items():
+            node, parts = data, path.split(".")
+            for part in parts[:-1]:
+                if not isinstance(node.get(part), dict):
+                    raise ValueError(f"GRPO spec: '{path}': '{part}' is not a section "
+                                     f"(sections: mismatch, trl)")
+                node = node[part]
+            node[parts[-1]] = value
+        return spec_from_dict(data, source="GRPO spec with overrides")
+
+    @property
+    def batch_size(self) -> int:
+        """Episodes per step."""
+        return self.tasks_per_step * self.group_size
+
+
+def spec_from_dict(data: dict[str, Any], source: str) -> GRPOSpec:
+    """Validate a spec mapping; errors name `source` and each bad field with what is valid."""
+    try:
+        spec = GRPOSpec.model_validate(data)
+    except ValidationError as e:
+        raise ValueError(f"{source}: " + "; ".join(_describe(err) for err in e.errors())) from None
+    if spec.micro_batch_size is not None and spec.batch_size % spec.micro_batch_size:
+        raise ValueError(f"{source}: micro_batch_size={spec.micro_batch_size} must divide tasks_per_step * "
+                         f"group_size = {spec.batch_size}")
+    return spec
+
+
+def _describe(err: dict) -> str:
+    loc = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        model = MismatchSpec if len(err["loc"]) > 1 and err["loc"][0] == "mismatch" else GRPOSpec
+        return f"unknown field '{loc}' (valid: {', '.join(model.model_fields)})"
+    return f"field '{loc}': {err['msg']} (got {err['input']!r})"

@@ -1,0 +1,167 @@
+"""The default model, built here because no hub can be reached: a byte-level BPE tokenizer trained on
+the bundled tasks and harness prompts, and a randomly initialised small Qwen2 (hidden 256, 4 layers,
+4 heads / 2 KV heads, tied embeddings, ~3.7 M parameters). `coevo warmstart` then teaches it.
+
+Two traps (STACK.md) shape the tokenizer:
+- transformers' `Qwen2Tokenizer` rebuilds the normalizer and pre-tokenizer on load, so we train with
+  exactly that pipeline (NFC, Qwen2's split regex, ByteLevel without its own regex), or a saved
+  tokenizer would encode differently once loaded through `AutoTokenizer`;
+- TRL recognises chat templates by exact string: TRL's own `qwen2_5.jinja`, copied verbatim, gets
+  its tool-call parsing and its `{% generation %}` training variant (assistant-only SFT loss).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+# transformers' PRETOKENIZE_REGEX for Qwen2: digits split one by one, letters grouped, spaces kept.
+QWEN2_REGEX = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+    r"""\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+EOS = "<|im_end|>"
+"""Ends every assistant turn; the token generation stops on."""
+PAD = "<|endoftext|>"
+SPECIAL = [PAD, "<|im_start|>", EOS]
+# Markup of the Qwen2.5 template: single tokens, but not special, so decoding keeps them.
+MARKUP = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<tools>", "</tools>",
+          "<think>", "</think>"]
+VOCAB_SIZE = 2048
+TEXT_SUFFIXES = {"", ".md", ".sh", ".txt", ".py", ".j2", ".jinja", ".json", ".toml", ".yaml", ".yml",
+                 ".csv", ".cfg", ".ini", ".conf", ".log", ".c", ".js", ".html"}
+# Weight of the solutions in the BPE corpus: frequent merges make the oracle's commands short.
+SOLUTION_WEIGHT = 8
+
+SHELL_WORDS = """
+ls -la cd pwd cat echo printf grep -r -n -v -i -c -E sed -i s/ / /g awk '{print $1}' find . -name -type f
+-maxdepth head -n tail wc -l sort -u uniq -c cut -d -f tr mkdir -p rm -rf cp mv chmod +x touch tee
+python3 -c import sys json os print open read write for in do done if then else fi while true false
+test -f -d -e -z && || | > >> < 2>&1 $( ) ${ } $? $HOME /app /tmp /tests /logs export exit submit bash
+sh tar -czf -xzf gzip gunzip zip unzip diff patch git status ln -s xargs basename dirname date env
+curl wget jq sqlite3 make gcc apt-get install pip pytest README output input file files line lines
+data result results config log error warning done ok hello world count total sum sort number name
+"""
+TOOL_CALL_SAMPLE = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls -la /app"}}\n</tool_call>'
+
+
+def qwen2_chat_template() -> str:
+    """TRL's Qwen2.5 template, byte for byte (TRL matches templates by exact string)."""
+    from importlib.util import find_spec
+
+    # Read the file rather than import trl.chat_template_utils, which costs seconds of imports.
+    trl_dir = Path(find_spec("trl").origin).parent
+    return (trl_dir / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
+
+
+def _text_files(root: Path) -> Iterator[Path]:
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in TEXT_SUFFIXES and path.stat().st_size < 200_000:
+            yield path
+
+
+def corpus(tasks_dir: Path, prompts_dir: Path | None = None) -> Iterator[str]:
+    """The texts the tokenizer learns from: tasks as the agent sees them, prompts, shell words."""
+    for task in sorted(p.parent for p in tasks_dir.glob("*/instruction.md")):
+        yield (task / "instruction.md").read_text(errors="replace")
+        solve = task / "solution" / "solve.sh"
+        if solve.exists():
+            yield from [solve.read_text(errors="replace")] * SOLUTION_WEIGHT
+        if (task / "environment").is_dir():
+            yield from (p.read_text(errors="replace") for p in _text_files(task / "environment"))
+    if prompts_dir is not None and prompts_dir.is_dir():
+        yield from (p.read_text(errors="replace") for p in _text_files(prompts_dir))
+    yield SHELL_WORDS
+    yield TOOL_CALL_SAMPLE
+    yield qwen2_chat_template()
+
+
+def train_tokenizer(texts: Iterator[str], vocab_size: int = VOCAB_SIZE):
+    """A byte-level BPE `tokenizers.Tokenizer` with Qwen2's pipeline and added tokens."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers.trainers import BpeTrainer
+
+    tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[AddedToken(t, special=True, normalized=False) for t in SPECIAL],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def wrap_tokenizer(raw):
+    """The transformers tokenizer around a trained `tokenizers.Tokenizer`: pads left, Qwen2.5 template."""
+    from tokenizers import AddedToken
+    from transformers import Qwen2Tokenizer
+
+    vocab = raw.get_vocab()
+    merges = [tuple(m) for m in json.loads(raw.to_str())["model"]["merges"]]
+    tok = Qwen2Tokenizer(vocab=vocab, merges=merges, eos_token=EOS, pad_token=PAD, unk_token=None,
+                         padding_side="left", model_max_length=4096)
+    # Registered explicitly: the constructor only knows eos/pad, and an unregistered "<|im_start|>"
+    # would be split into pieces on encode even though it is in the vocabulary.
+    tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL], special_tokens=True)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKUP])
+    tok.chat_template = qwen2_chat_template()
+    return tok
+
+
+def model_config(tokenizer, hidden: int = 256, layers: int = 4):
+    from transformers import Qwen2Config
+
+    vocab = -(-len(tokenizer) // 64) * 64  # round up: a tidy embedding, room for a few added tokens
+    return Qwen2Config(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 3, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+        tie_word_embeddings=True, rope_theta=10000.0, use_cache=True,
+        bos_token_id=None, eos_token_id=tokenizer.convert_tokens_to_ids(EOS),
+        pad_token_id=tokenizer.convert_tokens_to_ids(PAD),
+    )
+
+
+def build_tiny_model(out: Path, tasks_dir: Path, seed: int = 0, prompts_dir: Path | None = None) -> Path:
+    """Train the tokenizer, initialise the model from `seed`, save both to `out` (a HF folder)."""
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    tokenizer = wrap_tokenizer(train_tokenizer(corpus(tasks_dir, prompts_dir)))
+    torch.manual_seed(seed)
+    config = model_config(tokenizer)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    stop = [tokenizer.convert_tokens_to_ids(t) for t in (EOS, PAD)]
+    model.generation_config = GenerationConfig(eos_token_id=stop, pad_token_id=config.pad_token_id,
+                                               do_sample=True, temperature=1.0, top_p=1.0)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def describe(folder: Path) -> str:
+    """'3.68M-parameter qwen2 (hidden 256, 4 layers, vocab 2048)', read from the files without torch."""
+    import struct
+
+    config = json.loads((Path(folder) / "config.json").read_text())
+    params = 0
+    for shard in sorted(Path(folder).glob("*.safetensors")):
+        with shard.open("rb") as f:
+            header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+        for key, info in header.items():
+            if key != "__metadata__":
+                n = 1
+                for dim in info["shape"]:
+                    n *= dim
+                params += n
+    return (f"{params / 1e6:.2f}M-parameter {config['model_type']} (hidden {config['hidden_size']}, "
+            f"{config['num_hidden_layers']} layers, vocab {config['vocab_size']})")

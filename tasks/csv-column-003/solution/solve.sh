@@ -1,0 +1,2 @@
+#!/bin/bash
+cut -d, -f3 /app/data/cabin.csv | tail -n +2 > /app/harp_column.txt

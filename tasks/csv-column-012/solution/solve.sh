@@ -1,0 +1,2 @@
+#!/bin/bash
+cut -d, -f3 /app/data/cinder.csv | tail -n +2 > /app/thunder_column.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+awk '!seen[$0]++' /app/arrow.txt > /app/planet_unique.txt

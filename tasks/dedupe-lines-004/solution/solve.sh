@@ -1,0 +1,2 @@
+#!/bin/bash
+awk '!seen[$0]++' /app/marble.txt > /app/salmon_unique.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+awk '!seen[$0]++' /app/pine.txt > /app/beacon_unique.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+awk '!seen[$0]++' /app/ivory.txt > /app/swan_unique.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+sed -i 's/^mode=.*/mode=rustic/' /app/etc/brave_copper.conf

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -rl 'tulip-4020' /app/anchor > /app/badge_matches.txt

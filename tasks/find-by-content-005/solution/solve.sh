@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -rl 'cabin-3574' /app/lotus > /app/clover_matches.txt

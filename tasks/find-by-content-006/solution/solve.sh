@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -rl 'otter-5256' /app/salmon > /app/summit_matches.txt

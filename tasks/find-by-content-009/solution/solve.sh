@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -rl 'lily-8548' /app/owl > /app/moss_matches.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -rl 'fern-4122' /app/crater > /app/timber_matches.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -rl 'reef-5148' /app/harbor > /app/wolf_matches.txt

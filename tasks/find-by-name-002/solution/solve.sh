@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/topaz -type f -name '*.log' > /app/velvet_found.txt

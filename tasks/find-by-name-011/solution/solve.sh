@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/bramble -type f -name '*.txt' > /app/castle_found.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/heron -type f -size +5000c > /app/mesa_large.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/oak -type f -size +1000c > /app/pepper_large.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/bucket -type f -size +1000c > /app/granite_large.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/wolf -type f -size +2000c > /app/quill_large.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/cinder -type f -size +2000c > /app/arrow_large.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/saffron -type f -size +1000c > /app/willow_large.txt

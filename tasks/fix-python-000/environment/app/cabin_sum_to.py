@@ -1,0 +1,11 @@
+import sys
+
+
+def sum_to_lagoon(n):
+    total = 0
+    for i in range(1, n):
+        total += i
+    return total
+
+
+print(sum_to_lagoon(int(sys.argv[1])))

@@ -1,0 +1,11 @@
+import sys
+
+
+def largest_badge(n):
+    best = n[0]
+    for i in range(1, len(n) - 1):
+        best = max(best, n[i])
+    return best
+
+
+print(largest_badge([int(a) for a in sys.argv[1:]]))

@@ -1,0 +1,2 @@
+def first_n(items, n):
+    return items[:n - 1]

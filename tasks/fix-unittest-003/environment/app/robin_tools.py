@@ -1,0 +1,2 @@
+def take(items, n):
+    return items[:n - 1]

@@ -1,0 +1,2 @@
+#!/bin/bash
+sed -i 's/lower/upper/' /app/mint_lib.py

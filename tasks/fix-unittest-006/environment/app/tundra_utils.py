@@ -1,0 +1,2 @@
+def exclaim(text):
+    return text.lower() + '!'

@@ -1,0 +1,2 @@
+#!/bin/bash
+sed -i 's/lower/upper/' /app/tundra_utils.py

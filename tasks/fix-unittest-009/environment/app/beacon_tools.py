@@ -1,0 +1,2 @@
+def yell(text):
+    return text.lower() + '!'

@@ -1,0 +1,2 @@
+def total_of(a, b):
+    return a - b

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c 'rabbit' /app/logs/spruce.log > /app/basket_count.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c 'bell' /app/logs/shell.log > /app/ember_count.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c 'WARN' /app/logs/swan.log > /app/pepper_count.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c 'ivory' /app/logs/island.log > /app/ember_count.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c 'mesa' /app/logs/pebble.log > /app/tiger_count.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c 'shell' /app/logs/cactus.log > /app/badge_count.txt

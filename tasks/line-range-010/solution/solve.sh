@@ -1,0 +1,2 @@
+#!/bin/bash
+sed -n '3,7p' /app/violet/gentle_nutmeg.txt > /app/spruce_excerpt.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+chmod 755 /app/pebble/fancy_magnet.sh
+chmod 444 /app/pebble/humble_crow.txt

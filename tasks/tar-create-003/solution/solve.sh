@@ -1,0 +1,2 @@
+#!/bin/bash
+cd /app && tar czf /app/humble-pebble.tar.gz poppy/*.cfg

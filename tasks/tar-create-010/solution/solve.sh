@@ -1,0 +1,2 @@
+#!/bin/bash
+cd /app && tar czf /app/lively-raven.tar.gz tiger/*.txt

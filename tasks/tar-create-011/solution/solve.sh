@@ -1,0 +1,2 @@
+#!/bin/bash
+cd /app && tar czf /app/warm-sage.tar.gz island/*.cfg

@@ -1,0 +1,2 @@
+#!/bin/bash
+cd /app && tar czf /app/bold-boulder.tar.gz birch/*.conf

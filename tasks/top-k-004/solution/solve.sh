@@ -1,0 +1,2 @@
+#!/bin/bash
+sort /app/apple.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/harbor_top.txt

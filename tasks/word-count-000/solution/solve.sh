@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < /app/docs/clever_feather.txt > /app/tulip.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < /app/docs/proud_dolphin.txt > /app/heron.txt

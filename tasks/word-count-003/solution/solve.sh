@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -c < /app/docs/silent_sage.txt > /app/badge.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -w < /app/docs/happy_fox.txt > /app/willow.txt

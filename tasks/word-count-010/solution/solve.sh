@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -c < /app/docs/clever_summit.txt > /app/zebra.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < /app/docs/lucky_spruce.txt > /app/bell.txt

@@ -1,0 +1,186 @@
+"""Policies: the local HF backend against a freshly built tiny model, the OpenAI backend against a real
+HTTP server on 127.0.0.1, and the scripted backends."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from coevo import GenerationRequest, SamplingParams
+from coevo.policy import make_policy
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def hf_policy(tmp_path_factory):
+    from coevo.train.model import build_tiny_model
+
+    folder = build_tiny_model(tmp_path_factory.mktemp("model"), REPO / "tasks", seed=0)
+    return make_policy({"backend": "hf", "model": str(folder), "device": "cpu"})
+
+
+def chat_prompts(policy, contents: list[str]) -> list[GenerationRequest]:
+    requests = []
+    for content in contents:
+        messages = [{"role": "system", "content": "You are a shell agent."}, {"role": "user", "content": content}]
+        ids = policy.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                   return_dict=True)["input_ids"]
+        requests.append(GenerationRequest(token_ids=ids, messages=messages))
+    return requests
+
+
+def test_hf_batch_returns_sampled_ids_and_logprobs(hf_policy):
+    requests = chat_prompts(hf_policy, ["list the files", "count the lines of /app/data.txt and print them", "hi"])
+    out = hf_policy.generate(requests, SamplingParams(temperature=1.0, max_tokens=24, seed=1))
+    assert len(out) == 3
+    stop_ids = set(hf_policy.stop_ids)
+    for c in out:
+        assert 0 < len(c.token_ids) <= 24 and len(c.logprobs) == len(c.token_ids)
+        assert all(lp <= 0 and lp > -1e4 for lp in c.logprobs)
+        assert hf_policy.pad_id not in c.token_ids[:-1]  # padding stripped; a pad id can only be the stop token
+        if c.finish_reason == "stop":
+            assert c.token_ids[-1] in stop_ids
+        else:
+            assert len(c.token_ids) == 24 and not stop_ids & set(c.token_ids)
+
+
+def test_hf_logprobs_match_a_teacher_forced_forward(hf_policy):
+    import numpy as np
+    import torch
+
+    requests = chat_prompts(hf_policy, ["a", "find all the .txt files under /app and print their names"] * 2)
+    out = hf_policy.generate(requests, SamplingParams(temperature=1.0, max_tokens=32, seed=7))
+    rollout, forward = [], []
+    for request, completion in zip(requests, out):
+        ids = torch.tensor([request.token_ids + completion.token_ids])
+        with torch.no_grad():
+            logits = hf_policy.model(ids).logits[0, len(request.token_ids) - 1 : -1].float()
+        target = torch.tensor(completion.token_ids).unsqueeze(-1)
+        forward += torch.log_softmax(logits, -1).gather(-1, target).squeeze(-1).tolist()
+        rollout += completion.logprobs
+    assert np.corrcoef(rollout, forward)[0, 1] > 0.99
+    assert np.abs(np.array(rollout) - np.array(forward)).max() < 1e-3
+
+
+def test_hf_is_reproducible_with_a_seed(hf_policy):
+    requests = chat_prompts(hf_policy, ["x", "print hello world"])
+    params = SamplingParams(temperature=1.0, max_tokens=16, seed=123)
+    first = hf_policy.generate(requests, params)
+    second = hf_policy.generate(requests, params)
+    third = hf_policy.generate(requests, SamplingParams(temperature=1.0, max_tokens=16, seed=124))
+    assert [c.token_ids for c in first] == [c.token_ids for c in second]
+    assert [c.token_ids for c in first] != [c.token_ids for c in third]
+
+
+def test_hf_greedy_does_not_depend_on_batch_padding(hf_policy):
+    short, long = chat_prompts(hf_policy, ["ls", "a much longer prompt, so the short one gets left-padded a lot"])
+    params = SamplingParams(temperature=0.0, max_tokens=12)
+    alone = hf_policy.generate([short], params)[0]
+    batched = hf_policy.generate([long, short], params)[1]
+    assert alone.token_ids == batched.token_ids
+
+
+class ChatServer(BaseHTTPRequestHandler):
+    """A real (tiny) OpenAI-compatible endpoint: replies 'echo <last user message>'."""
+
+    seen: ClassVar[list[dict]] = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        ChatServer.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        text = "echo " + body["messages"][-1]["content"]
+        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": text}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def chat_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ChatServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    ChatServer.seen = []
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_openai_policy_against_a_local_server(chat_server, monkeypatch, caplog):
+    secret = "sk-test-never-show-this-0123456789"
+    monkeypatch.setenv("COEVO_TEST_KEY", secret)
+    caplog.set_level(logging.DEBUG)
+    policy = make_policy({"backend": "openai", "model": "tiny", "base_url": chat_server,
+                          "api_key_env": "COEVO_TEST_KEY"})
+    requests = [GenerationRequest(token_ids=[], messages=[{"role": "user", "content": f"task {i}"}])
+                for i in range(3)]
+    out = policy.generate(requests, SamplingParams(temperature=0.5, max_tokens=20, seed=4))
+    assert [c.text for c in out] == ["echo task 0", "echo task 1", "echo task 2"]
+    assert all(c.token_ids == [] and c.logprobs == [] and c.finish_reason == "stop" for c in out)
+    assert len(ChatServer.seen) == 3 and {s["path"] for s in ChatServer.seen} == {"/v1/chat/completions"}
+    assert ChatServer.seen[0]["auth"] == f"Bearer {secret}"
+    assert ChatServer.seen[0]["body"]["max_tokens"] == 20 and ChatServer.seen[0]["body"]["seed"] == 4
+    assert secret not in repr(policy) and secret not in str(vars(policy)) and secret not in caplog.text
+
+
+def test_openai_policy_names_a_missing_key_variable(monkeypatch):
+    monkeypatch.delenv("COEVO_UNSET_KEY", raising=False)
+    with pytest.raises(ValueError, match="COEVO_UNSET_KEY"):
+        make_policy({"backend": "openai", "model": "m", "api_key_env": "COEVO_UNSET_KEY"})
+
+
+def test_scripted_policy_replies_by_turn_with_real_tokens(hf_policy):
+    policy = make_policy({"backend": "scripted", "replies": ["ls /app", "submit"], "tokenizer": hf_policy.tokenizer})
+    first = GenerationRequest(token_ids=[1], meta={"turn": 0})
+    later = GenerationRequest(token_ids=[1], messages=[{"role": "assistant", "content": "x"}] * 3)
+    out = policy.generate([first, later], SamplingParams(max_tokens=50))
+    assert [c.text for c in out] == ["ls /app", "submit"]
+    tok = hf_policy.tokenizer
+    assert out[0].token_ids == tok.encode("ls /app", add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")]
+    assert out[0].logprobs == [0.0] * len(out[0].token_ids) and out[0].finish_reason == "stop"
+    cut = policy.generate([first], SamplingParams(max_tokens=2))[0]
+    assert len(cut.token_ids) == 2 and cut.finish_reason == "length"
+
+
+def test_scripted_policy_takes_a_callable_and_works_without_tokenizer():
+    policy = make_policy({"backend": "scripted", "replies": lambda req, turn: f"{req.meta['task']}:{turn}"})
+    out = policy.generate([GenerationRequest(token_ids=[], meta={"task": "a", "turn": 2})], SamplingParams())
+    assert out[0].text == "a:2" and out[0].token_ids == [] and out[0].logprobs == []
+
+
+@pytest.mark.parametrize("harness_name", ["mini_bash", "qwen_tools", "terminus_json"])
+def test_oracle_solves_a_task_through_each_action_format(harness_name, task, hf_policy):
+    """The oracle's replies parse under the harness, its commands run in a real sandbox, the verifier passes."""
+    from coevo.harness import load_harness
+    from coevo.rollout import rollout
+
+    harness = load_harness(REPO / "harnesses" / f"{harness_name}.yaml")
+    oracle = make_policy({"backend": "oracle", "harness": harness, "tasks": [task],
+                          "tokenizer": hf_policy.tokenizer})
+    [traj] = rollout([task], harness, oracle)
+    assert (traj.status, traj.reward, traj.turns, traj.drift) == ("submitted", 1.0, 2, 0)
+    assert [m["role"] for m in traj.messages][-1] == "assistant"
+
+
+def test_oracle_names_an_unknown_task(task):
+    from coevo.harness import load_harness
+
+    oracle = make_policy({"backend": "oracle", "harness": load_harness(REPO / "harnesses" / "mini_bash.yaml"),
+                          "tasks": [task]})
+    with pytest.raises(ValueError, match="'nope'"):
+        oracle.generate([GenerationRequest(token_ids=[], meta={"task": "nope", "turn": 0})], SamplingParams())
