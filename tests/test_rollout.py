@@ -34,8 +34,8 @@ class TokenPolicy:
     """A scripted policy in tokens: `replies(task, turn) -> text`, encoded by `encode` (the tokenizer by
     default), cut at max_tokens like a model; distinct logprobs per token; records every completion."""
 
-    def __init__(self, tokenizer, replies, encode=None):
-        self.tokenizer, self.replies = tokenizer, replies
+    def __init__(self, tokenizer, replies, encode=None, stop="<|im_end|>"):
+        self.tokenizer, self.replies, self.stop = tokenizer, replies, stop
         self.encode = encode or (lambda text: tokenizer.encode(text, add_special_tokens=False))
         self.batches: list[int] = []
         self.sampled: dict[str, list[Completion]] = defaultdict(list)
@@ -45,7 +45,7 @@ class TokenPolicy:
         out = []
         for r in requests:
             text = self.replies(r.meta["task"], r.meta["turn"])
-            ids = self.encode(text) + [self.tokenizer.convert_tokens_to_ids("<|im_end|>")]
+            ids = self.encode(text) + [self.tokenizer.convert_tokens_to_ids(self.stop)]
             finish = "stop"
             if len(ids) > params.max_tokens:
                 ids, finish = ids[: params.max_tokens], "length"
@@ -120,6 +120,15 @@ def test_a_reply_cut_at_max_tokens_is_closed_by_environment_tokens(task, tokeniz
     env = t.completion_ids[6: t.completion_mask.index(1, 6)]
     assert tokenizer.decode(env).startswith("<|im_end|>\n<|im_start|>user\nFormat error")
     assert (t.status, t.drift) == ("turn_limit", 0)
+
+
+def test_a_turn_ended_by_another_stop_token_is_closed_the_templates_way(task, tokenizer):
+    h = harness()
+    policy = TokenPolicy(tokenizer, two_step(h), stop="<|endoftext|>")
+    [t] = rollout([task], h, policy)
+    n1 = len(policy.sampled[task.name][0].token_ids)
+    assert tokenizer.decode(t.completion_ids[n1 - 1: n1 + 2]) == "<|endoftext|><|im_end|>\n"
+    assert (t.status, t.reward, t.drift) == ("submitted", 1.0, 2)  # one per turn: the other stop token
 
 
 def test_drift_counts_a_non_canonical_tokenization_but_ids_stay_as_sampled(task, tokenizer):

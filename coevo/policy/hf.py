@@ -8,6 +8,7 @@ With top_p<1 the tokens are still drawn from the truncated distribution; only th
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 from coevo import Completion, GenerationRequest, SamplingParams
@@ -20,7 +21,7 @@ STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
 class HFPolicy:
     def __init__(self, model: str | Path, device: str = "auto", dtype: str = "float32"):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
         if dtype not in DTYPES:
             raise ValueError(f"policy dtype {dtype!r}: valid are {', '.join(DTYPES)}")
@@ -33,6 +34,9 @@ class HFPolicy:
         vocab = self.tokenizer.get_vocab()
         self.stop_ids = [vocab[t] for t in STOP_TOKENS if t in vocab] or [self.tokenizer.eos_token_id]
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stop_ids[0]
+        # A checkpoint's own defaults (top_k, repetition_penalty, ...) would fill every parameter we leave
+        # unset and sample from a distribution the logprobs do not describe: SamplingParams is the whole story.
+        self.model.generation_config = GenerationConfig(eos_token_id=self.stop_ids, pad_token_id=self.pad_id)
 
     def __repr__(self) -> str:
         return f"HFPolicy({self.path!r}, device={self.device.type!r})"
@@ -60,19 +64,21 @@ class HFPolicy:
         greedy = params.temperature <= 0
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             if params.seed is not None:
-                torch.manual_seed(params.seed)
+                # Mixed with the prompts, so that the turns of a rollout (which share params.seed) do not
+                # replay the same random draws; the same seed and batch still give the same completions.
+                torch.manual_seed(params.seed * 1_000_003 + zlib.crc32(ids.cpu().numpy().tobytes()))
             with torch.inference_mode():
                 out = self.model.generate(
                     input_ids=ids, attention_mask=mask, max_new_tokens=params.max_tokens,
-                    do_sample=not greedy, temperature=None if greedy else params.temperature,
-                    top_p=None if greedy else params.top_p, top_k=None, eos_token_id=self.stop_ids,
-                    pad_token_id=self.pad_id, output_logits=True, return_dict_in_generate=True,
+                    do_sample=not greedy, temperature=params.temperature if not greedy else 1.0,
+                    top_p=params.top_p if not greedy else 1.0, output_logits=True, return_dict_in_generate=True,
                 )
         new = out.sequences[:, ids.shape[1]:]
-        logits = torch.stack(out.logits, dim=1).float()  # (batch, steps, vocab), before any processing
-        if not greedy:
-            logits = logits / params.temperature
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        scale = 1.0 if greedy else params.temperature
+        # out.logits: one (batch, vocab) tensor per step, raw (before temperature/top-p); taken a step at a
+        # time so that a large vocabulary is never materialised twice.
+        logprobs = torch.stack([torch.log_softmax(step.float() / scale, dim=-1).gather(-1, new[:, i, None])[:, 0]
+                                for i, step in enumerate(out.logits)], dim=1)
         return [self._completion(new[i].tolist(), logprobs[i].tolist()) for i in range(len(requests))]
 
     def _completion(self, tokens: list[int], logprobs: list[float]) -> Completion:

@@ -119,11 +119,13 @@ class Episode:
         step = Step(reply=completion.text, calls=calls, tokens=n_tokens)
         self.traj.steps.append(step)
         t = time.monotonic()
-        for call in calls:
-            if call.name == "submit":
-                raise EpisodeEnd("submitted")
-            step.results.append(self._run(call))
-        self.traj.timing["tools"] = self.traj.timing.get("tools", 0.0) + time.monotonic() - t
+        try:
+            for call in calls:
+                if call.name == "submit":
+                    raise EpisodeEnd("submitted")
+                step.results.append(self._run(call))
+        finally:
+            self.traj.timing["tools"] = self.traj.timing.get("tools", 0.0) + time.monotonic() - t
         self._count_error(any(r.failed for r in step.results))
         self._add_observation([observation_text(self.harness, r) for r in step.results])
 

@@ -57,6 +57,8 @@ class TokenBuffer:
     mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
+    reply_at: int = 0
+    """Where the last sampled reply starts in `text`."""
 
     @classmethod
     def start(cls, chat: ChatTemplate, messages: list[dict]) -> TokenBuffer:
@@ -67,6 +69,7 @@ class TokenBuffer:
         self.ids += ids
         self.mask += [1] * len(ids)
         self.logprobs += logprobs
+        self.reply_at = len(self.text)
         self.text += self.chat.decode(ids)
 
     def add_observation(self, messages: list[dict], n_new: int, elided: list[dict] | None = None) -> None:
@@ -87,11 +90,15 @@ class TokenBuffer:
         full = self.chat.render(after, generation_prompt=True)
         if full.startswith(self.text):
             return full[len(self.text):], full
-        # The template rendered the last reply differently from what was sampled (e.g. it strips
-        # whitespace). Resume after the rendered assistant turn; drift records the mismatch.
         closed = self.chat.render(before, generation_prompt=False)
-        start = len(closed) if full.startswith(closed) else _common_prefix(full, self.text)
-        return full[start:], full
+        rest = full[len(closed):] if full.startswith(closed) else full[_common_prefix(full, self.text):]
+        reply, at = before[-1]["content"], self.reply_at
+        if closed[:at] == self.text[:at] and closed[at:].startswith(reply):
+            # The turn ended on another stop token (e.g. <|endoftext|>): close it the template's way.
+            return closed[at + len(reply):] + rest, full
+        # The template rendered the reply differently from what was sampled (e.g. it strips whitespace):
+        # resume after the rendered turn. Drift records the mismatch either way.
+        return rest, full
 
     def view(self, keep_last: int | None) -> list[int]:
         """The next prompt: prompt + buffer, with all but the last `keep_last` observations elided."""

@@ -20,6 +20,8 @@ def search(
                       ] = None,
     resume: Annotated[Path | None, typer.Option(help="Resume the run in this folder (or runs/NAME) after a crash "
                                                      "or kill: finished trials and checkpoints are kept.")] = None,
+    join: Annotated[Path | None, typer.Option(help="Add this process as a worker to the h-phase that the run in "
+                                                   "this folder is in now (shared Optuna storage).")] = None,
     name: Annotated[str | None, typer.Option(help="Run name (default: the config's name or file stem).")] = None,
     budget: Annotated[float | None, typer.Option(help="Override the config's budget dial.")] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
@@ -31,6 +33,11 @@ def search(
     from coevo.search.run import Search, run_dir_of
 
     try:
+        if join is not None:
+            folder = run_dir_of(join, runs_dir or Path("runs"))
+            ran = Search(load_config(folder / "config.yaml"), resume=True).join()
+            print(f"worker done: ran {ran} trial(s) of {folder}")
+            return
         if resume is not None:
             folder = run_dir_of(resume, runs_dir or Path("runs"))
             cfg = load_config(folder / "config.yaml", budget=budget)

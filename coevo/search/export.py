@@ -99,6 +99,7 @@ def bundle_report(config, state, row: str, record: dict, run_folder: Path) -> di
             "generation": record.get("generation"), "checkpoint": record.get("checkpoint"),
             "overrides": record.get("overrides"), "base_harness": str(config.harness), "schedule": config.schedule,
             "budget": config.budget, "seed": config.seed, "samples": state_samples(run_folder),
+            "policy": config.policy or "the checkpoint (local HF model)",
             "tasks": {"path": str(config.tasks), "sha256": taskset_hash(config.tasks), "split": "test",
                       "count": len(test_tasks), "names": test_tasks},
             "versions": versions(),

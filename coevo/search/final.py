@@ -14,33 +14,35 @@ from typing import Any
 ROWS = ("baseline", "harness-only", "weights-only", "co-evolved")
 
 
-def row_pairs(s) -> dict[str, tuple[dict, str, int]]:
-    """Row -> (harness overrides, checkpoint, generation)."""
+def row_pairs(s) -> dict[str, tuple[dict, str, int, str]]:
+    """Row -> (harness overrides, checkpoint, generation, where the harness comes from)."""
     ckpts = s.state.checkpoints
-    harness_only = s.state.harness_only or s.state.baseline
+    h_only = s.state.harness_only or s.state.baseline
     inc = s.state.incumbent
-    return {"baseline": ({}, ckpts[0], 0), "harness-only": (harness_only.overrides, ckpts[0], 0),
-            "weights-only": ({}, ckpts[-1], len(ckpts) - 1), "co-evolved": (inc.overrides, inc.checkpoint, inc.generation)}
+    return {"baseline": ({}, ckpts[0], 0, "base harness"),
+            "harness-only": (h_only.overrides, ckpts[0], 0, h_only.source.split(" on g")[0]),
+            "weights-only": ({}, ckpts[-1], len(ckpts) - 1, "base harness"),
+            "co-evolved": (inc.overrides, inc.checkpoint, inc.generation, inc.source.split(" on g")[0])}
 
 
 def test_table(s) -> dict[str, dict[str, Any]]:
     from coevo.evaluate import paired_bootstrap
     from coevo.search import plots
 
-    run_id = s.phase_run("test")
+    run_id = s.current_phase_run = s.phase_run("test")
     done: dict[str, dict] = {}  # identical pairs are scored once
-    for row, (overrides, ckpt, gen) in row_pairs(s).items():
+    for row, (overrides, ckpt, gen, origin) in row_pairs(s).items():
         if row in s.state.test:
             continue
         key = repr((sorted(overrides.items()), ckpt))
         same = next((r for r, v in s.state.test.items() if v["key"] == key), None)
         if same is None:
-            pair, report = s.evaluate(f"test {row}", run_id, overrides, ckpt, gen, row, task_batches=[s.test],
+            pair, report = s.evaluate(f"test {row}", run_id, overrides, ckpt, gen, origin, task_batches=[s.test],
                                       tags={"row": row})
             record = {**pair.model_dump(), "key": key, **{k: getattr(report.overall, k) for k in (
                 "mean_reward", "mean_turns", "format_error_rate", "timeouts", "mean_tokens", "episodes")}}
         else:
-            record = {**s.state.test[same], "source": row, "same_as": same}
+            record = {**s.state.test[same], "same_as": same}
         s.state.test[row] = record
         s.save()
     base = s.state.test["baseline"]["per_task"]
@@ -54,6 +56,7 @@ def test_table(s) -> dict[str, dict[str, Any]]:
     s.tracker.text(s.state.parent_run, _json(s.state.test), "test_table.json")
     plots.log_capability(s.tracker, s.state.parent_run, s.state.history, s.state.test)
     s.tracker.end(run_id)
+    s.current_phase_run = None
     s.save()
     s.log(text)
     return s.state.test
@@ -68,7 +71,7 @@ def markdown(test: dict[str, dict], n_tasks: int) -> str:
         r = test.get(row)
         if r is None:
             continue
-        harness = "base" if not r["overrides"] else f"{len(r['overrides'])} overrides ({r.get('source', row)})"
+        harness = "base" if not r["overrides"] else f"{r['source']} ({len(r['overrides'])} fields searched)"
         gain = "—" if row == "baseline" else f"{r['gain']:+.3f} [{r['gain_low']:+.3f}, {r['gain_high']:+.3f}]"
         lines.append(f"| {row} | {harness} | g{r['generation']} | {r['pass_at_1']:.3f} [{r['ci_low']:.3f}, "
                      f"{r['ci_high']:.3f}] | {gain} | {r['mean_reward']:.3f} | {r['mean_turns']:.1f} |")

@@ -83,7 +83,7 @@ def harness_phase(s, name: str, run_id: str) -> None:
 
     study_name = f"{s.config.name}.{name}"
     sampler = make_sampler(s.config.sampler, s.config.seed + s.phases.index(name), s.plan.trials)
-    study = open_study(s.storage, study_name, sampler, make_pruner(s.config.pruning))
+    study = open_study(s.storage, study_name, sampler, make_pruner(s.config.pruning, len(s.dev_batches)))
     seeded = s.state.step("seeded")
     if seeded is None:
         seeded = s.done_step("seeded", trials=seed_pool(s, study))

@@ -64,6 +64,7 @@ class Search:
         self.tracker = Tracker(config.tracking_uri or default_uri(self.run_dir), config.name,
                                self.run_dir / "mlartifacts")
         self._storage = None
+        self.current_phase_run: str | None = None
 
     # -- the walk ----------------------------------------------------------------------------------
     def run(self) -> RunState:
@@ -77,21 +78,48 @@ class Search:
                 self.log(f"== phase {name} ({i + 1}/{len(self.phases)})")
                 if name != "w0":
                     phases.ensure_start(self)  # generation 0 and its baseline, before any h or w
-                run_id = self.phase_run(name)
+                run_id = self.current_phase_run = self.phase_run(name)
                 {"w0": phases.warm_start, "h": phases.harness_phase, "w": phases.weights_phase}[
                     "w0" if name == "w0" else name[0]](self, name, run_id)
                 self.tracker.end(run_id)
+                self.current_phase_run = None
                 self.state.phases_done, self.state.steps = i + 1, []
                 self.save()
             phases.ensure_start(self)
             final.test_table(self)
             self.state.done = True
             self.save()
-        except BaseException:
-            self.tracker.end(self.state.parent_run, "KILLED" if not _is_error() else "FAILED")
+        except BaseException as e:
+            status = "FAILED" if isinstance(e, Exception) else "KILLED"  # Ctrl-C is a kill, not a failure
+            for run_id in (self.current_phase_run, self.state.parent_run):
+                if run_id:
+                    self.tracker.end(run_id, status)
             raise
         self.tracker.end(self.state.parent_run)
         return self.state
+
+    def join(self) -> int:
+        """Run trials of the h-phase the main `coevo search` process is in now, as one more worker on the
+        same Optuna storage and MLflow store (scale-out: start this on other machines). Returns the
+        number of trials this worker ran."""
+        import os
+
+        from coevo.search.phases import HarnessObjective
+        from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until
+
+        i = self.state.phases_done
+        name = self.phases[i] if i < len(self.phases) else "the test table"
+        if not name.startswith("h") or name not in self.state.phase_runs or self.state.step("seeded") is None:
+            raise SearchError(f"{self.run_dir}: the search is not in a harness phase now (next: {name}); join "
+                              "while `coevo search` runs an h-phase")
+        study_name = f"{self.config.name}.{name}"
+        sampler = make_sampler(self.config.sampler, self.config.seed + os.getpid(), self.plan.trials)
+        study = open_study(self.storage, study_name, sampler, make_pruner(self.config.pruning, len(self.dev_batches)))
+        before = len(study.trials)
+        target = self.plan.trials + self.state.step("seeded").data["trials"]
+        optimize_until(study, target, HarnessObjective(self, name, self.state.phase_runs[name], study_name),
+                       self.config.grace_period, wait_for_stale=False)
+        return len(study.trials) - before
 
     def _open_parent(self) -> None:
         (self.run_dir / "config.yaml").write_text(dump_config(self.config))
@@ -117,7 +145,7 @@ class Search:
             self.tracker.reopen(self.state.phase_runs[name])
             return self.state.phase_runs[name]
         run_id = self.tracker.start(name, self.state.parent_run, {
-            "phase": name if name in ("w0", "test") else name[0], "generation": self.generation,
+            "phase": name, "kind": name if name in ("w0", "test") else name[0], "generation": self.generation,
             "checkpoint": self.checkpoint or ""})
         self.state.phase_runs[name] = run_id
         self.save()
@@ -160,8 +188,12 @@ class Search:
         from coevo.policy import make_policy
 
         spec = dict(self.config.policy or {})
-        if spec.get("backend") in ("oracle",):
+        if spec.get("backend") == "oracle":
             return make_policy({**spec, "harness": harness, "tasks": tasks})
+        if spec.get("backend") == "synthetic":  # the optimizer's test bench (coevo/search/synthetic.py)
+            from coevo.search.synthetic import HarnessSensitivePolicy
+
+            return HarnessSensitivePolicy(harness, tasks, seed=spec.get("seed", self.config.seed))
         if spec:
             return make_policy(spec)
         if self._policy_cache is None or self._policy_cache[0] != checkpoint:
@@ -205,13 +237,6 @@ class Search:
                     source=source, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
                     per_task=report.per_task, mlflow_run=run_id)
         return pair, report
-
-
-def _is_error() -> bool:
-    import sys
-
-    exc = sys.exc_info()[1]
-    return isinstance(exc, Exception)
 
 
 def run_dir_of(target: str | Path, runs_dir: Path = Path("runs")) -> Path:

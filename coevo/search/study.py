@@ -21,6 +21,7 @@ import optuna
 from optuna.trial import TrialState
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+optuna.logging.set_verbosity(optuna.logging.WARNING)  # the search prints one line per trial itself
 RETRIES = 3
 """How many times a killed trial is re-run before it stays FAIL."""
 
@@ -48,11 +49,12 @@ def make_sampler(kind: str, seed: int, trials: int) -> optuna.samplers.BaseSampl
                                           n_startup_trials=max(2, trials // 3))
 
 
-def make_pruner(enabled: bool) -> optuna.pruners.BasePruner:
+def make_pruner(enabled: bool, batches: int = 4) -> optuna.pruners.BasePruner:
     if not enabled:
         return optuna.pruners.NopPruner()
     # Prune a trial whose pass rate after a dev batch is below the median of earlier trials at that batch.
-    return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0, interval_steps=1)
+    # With 3+ batches the first is never a pruning point: one small batch is too noisy to judge by.
+    return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1 if batches >= 3 else 0)
 
 
 def open_study(storage, name: str, sampler, pruner) -> optuna.Study:
@@ -72,10 +74,24 @@ def optimize_until(study: optuna.Study, target: int, objective: Callable, grace_
     wait (at most one grace period) for that to happen, so the retry comes first and the trial count
     stays exact.
     """
+    from optuna.study import MaxTrialsCallback
+
     if wait_for_stale:
         wait_stale(study, grace_period)
+    # Workers sharing the storage stop together once the study as a whole has `target` finished trials.
+    stop = MaxTrialsCallback(target, states=FINISHED)
     while (left := target - finished(study)) > 0:
-        study.optimize(objective, n_trials=left, catch=(), gc_after_trial=False)
+        study.optimize(objective, n_trials=left, catch=(), gc_after_trial=False, callbacks=[stop])
+    wait_running(study, grace_period)
+
+
+def wait_running(study: optuna.Study, grace_period: int) -> None:
+    """Wait for trials other workers are still running (a dead worker's trial goes stale and fails)."""
+    while study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+        time.sleep(min(2.0, grace_period / 2))
 
 
 def wait_stale(study: optuna.Study, grace_period: int) -> None:
@@ -90,7 +106,12 @@ def wait_stale(study: optuna.Study, grace_period: int) -> None:
 
 def retried_from(trial) -> int | None:
     """The number of the original trial when this one re-runs a killed trial."""
-    return trial.system_attrs.get("failed_trial")
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen)
 
 
 def top_trials(study: optuna.Study, k: int) -> list[optuna.trial.FrozenTrial]:

@@ -92,7 +92,7 @@ class TrainObjective:
         number = retried_from(trial) or trial.number  # a retried run resumes the killed run's checkpoints
         label = f"{self.name} train #{trial.number}"
         out = s.run_dir / "checkpoints" / f"{self.name}-t{number}"
-        trial_run = s.tracker.start(label, self.run_id, {"phase": "w", "trial": trial.number, "study": self.study_name})
+        trial_run = s.tracker.start(label, self.run_id, {"phase": self.name, "trial": trial.number, "study": self.study_name})
         try:
             ckpt = train_once(s, self.name, self.run_id, trial_run, values, out)
             s.tracker.end(trial_run)

@@ -51,7 +51,7 @@ def clear_staging(run_dir: Path) -> None:
 
 
 def publish(staged: Path, run_dir: Path, info: dict, keep: int) -> Path:
-    """Move a complete staged checkpoint into checkpoints/ atomically, then delete all but the `keep` newest."""
+    """Move a complete staged checkpoint into checkpoints/ atomically; then keep only the `keep` newest."""
     (staged / MARKER).write_text(json.dumps(info, indent=1) + "\n")
     _fsync_tree(staged)
     target_dir = Path(run_dir) / CHECKPOINTS
@@ -81,7 +81,8 @@ class AtomicCheckpoints(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         staged = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if state.is_world_process_zero and staged.is_dir():
-            self.published = publish(staged, self.run_dir, {**self.info, "step": state.global_step}, self.keep)
+            info = {**self.info, "step": state.global_step}
+            self.published = publish(staged, self.run_dir, info, self.keep)
 
 
 def _fsync_tree(folder: Path) -> None:

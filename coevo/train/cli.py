@@ -41,6 +41,8 @@ def warmstart(
     epochs: Annotated[float, typer.Option(help="Passes over the oracle conversations.")] = 0.0,
     lr: Annotated[float, typer.Option(help="Peak learning rate.")] = 0.0,
     seed: Annotated[int, typer.Option(help="Seed for data order and initialisation of training.")] = 0,
+    augment: Annotated[int, typer.Option(help="Extra generated instances per family to train on (bundled "
+                                         "suite only; never dev/test instructions or held-out families).")] = 0,
 ) -> None:
     """Supervised warm start: oracle episodes through the harness, then TRL SFT on the assistant turns."""
     from coevo.errors import CoevoError
@@ -48,7 +50,7 @@ def warmstart(
 
     try:
         report = run_warmstart(model, harness, tasks, split, out, epochs=epochs or None, lr=lr or None,
-                               seed=seed)
+                               seed=seed, augment=augment)
     except (CoevoError, ValueError) as e:
         fail(str(e))
     print(report)
@@ -61,7 +63,8 @@ def train(
     tasks: Annotated[Path, typer.Option(help="Task folder (with splits).")] = Path("tasks"),
     split: Annotated[str, typer.Option(help="Split to train on: train, dev, test or all.")] = "train",
     steps: Annotated[int | None, typer.Option(help="Total optimizer steps (spec: steps).")] = None,
-    group_size: Annotated[int | None, typer.Option(help="Episodes per task per step (spec: group_size).")] = None,
+    group_size: Annotated[int | None, typer.Option(help="Episodes per task per step (spec: group_size).")
+                          ] = None,
     tasks_per_step: Annotated[int | None, typer.Option(help="Tasks per step (spec: tasks_per_step).")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate (spec: learning_rate).")] = None,
     reward: Annotated[str | None, typer.Option(help="binary or partial (spec: reward).")] = None,
@@ -72,8 +75,10 @@ def train(
         "--set", help="FIELD=VALUE (YAML value), repeatable, e.g. --set beta=0.01 --set mismatch.action=halt "
                       "--set trl.top_entropy_quantile=0.2. Fields: see GRPOSpec (coevo/train/grpo_spec.py).")
     ] = None,
-    max_tasks: Annotated[int | None, typer.Option(help="Train on only the first N tasks of the split.")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue the run in --out from its newest checkpoint.")] = False,
+    max_tasks: Annotated[int | None, typer.Option(help="Train on the first N tasks of the split only.")
+                         ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out from its newest checkpoint.")
+                      ] = False,
 ) -> None:
     """GRPO (TRL) on multi-turn episodes under a harness, rewards from the task verifiers."""
     import yaml
@@ -88,13 +93,14 @@ def train(
         if not isinstance(data, dict):
             fail(f"--config {config}: expected a YAML mapping of GRPO spec fields")
         spec = spec_from_dict(data, source=str(config or "GRPO spec"))
-        flags = {"steps": steps, "group_size": group_size, "tasks_per_step": tasks_per_step, "learning_rate": lr,
-                 "reward": reward, "rollout_dtype": rollout_dtype, "seed": seed}
+        flags = {"steps": steps, "group_size": group_size, "tasks_per_step": tasks_per_step,
+                 "learning_rate": lr, "reward": reward, "rollout_dtype": rollout_dtype, "seed": seed}
         overrides = {k: v for k, v in flags.items() if v is not None}
         for item in set_ or []:
             key, sep, value = item.partition("=")
             if not sep:
-                fail(f"--set {item!r}: expected FIELD=VALUE (fields: {', '.join(GRPOSpec.model_fields)})")
+                fields = ", ".join(GRPOSpec.model_fields)
+                fail(f"--set {item!r}: expected FIELD=VALUE (fields: {fields})")
             overrides[key.strip()] = yaml.safe_load(value)
         spec = spec.with_overrides(overrides)
         task_list = load_taskset(tasks).split(split)[:max_tasks]

@@ -66,22 +66,20 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
         raise ValueError("train_grpo: no tasks to train on")
     harness = _training_harness(harness, spec)
     _record_run(out_dir, model_dir, harness, tasks, spec, resumed_from)
-    trainer, bridge = _make_trainer(model_dir, harness, tasks, out_dir, spec, console)
-    reporting = "mlflow" in trainer.args.report_to
-    had_run = _mlflow_active() if reporting else False
+    trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, console)
+    caller_run = _mlflow_run_id()
     console.print(f"GRPO: {len(tasks)} tasks, {spec.tasks_per_step} x {spec.group_size} episodes per step, "
-                  f"steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, harness {harness.name}"
+                  f"steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, "
+                  f"harness {harness.name}"
                   + (f", resuming from {start}" if start else ""))
+    failed = True
     try:
         trainer.train(resume_from_checkpoint=str(start) if start else None)
-    except BaseException:
-        if reporting and not had_run and _mlflow_active():
-            import mlflow
-
-            mlflow.end_run(status="FAILED")
-        raise
+        failed = False
     finally:
         ckpt.clear_staging(out_dir)
+        if "mlflow" in trainer.args.report_to:
+            _close_mlflow(trainer, caller_run, failed)
     return _result(out_dir, ckpt.last_checkpoint(out_dir), trainer.state.global_step, resumed_from)
 
 
@@ -101,12 +99,14 @@ def _training_harness(harness, spec: GRPOSpec):
     if spec.temperature is not None:
         harness = harness.with_overrides({"decoding.temperature": spec.temperature})
     if harness.decoding.temperature <= 0:
-        raise ValueError(f"harness '{harness.name}': decoding.temperature is 0 (greedy); GRPO needs sampling: "
+        raise ValueError(f"harness '{harness.name}': decoding.temperature is 0 (greedy); GRPO samples: "
                          "set train.temperature > 0 or the harness's decoding.temperature")
     return harness
 
 
 def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, console):
+    import warnings
+
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
@@ -117,11 +117,14 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     from coevo.train.grpo_log import StepLog
     from coevo.train.grpo_rollout import GRPORollout
 
+    # TRL 1.16 calls a transformers 5 method that warns of its own deprecation on every step.
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    policy = HFPolicy(model_dir, device=device, dtype={"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype])
+    dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
+    policy = HFPolicy(model_dir, device=device, dtype=dtype)
     bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print)
     step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps, console)
     trainer = GRPOTrainer(
@@ -138,7 +141,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
         trainer.add_callback(cb)
     info = {"base_model": str(model_dir), "harness": harness.name, "spec": spec.model_dump(mode="json")}
     trainer.add_callback(AtomicCheckpoints(out_dir, spec.keep_checkpoints, info))
-    return trainer, bridge
+    return trainer
 
 
 def grpo_config(spec: GRPOSpec, harness, out_dir: Path, device: str = "cpu"):
@@ -153,23 +156,27 @@ def grpo_config(spec: GRPOSpec, harness, out_dir: Path, device: str = "cpu"):
     unknown = set(spec.trl) - {f.name for f in dataclasses.fields(GRPOConfig)}
     if unknown:
         raise ValueError(f"GRPO spec: trl: {sorted(unknown)} are not TRL GRPOConfig options")
-    options = dict(
-        output_dir=str(out_dir / STAGING), max_steps=spec.steps, per_device_train_batch_size=micro,
-        gradient_accumulation_steps=spec.batch_size // micro, num_generations=spec.group_size,
-        learning_rate=spec.learning_rate, lr_scheduler_type=spec.lr_scheduler_type,
-        warmup_steps=spec.warmup_steps, weight_decay=spec.weight_decay, max_grad_norm=spec.max_grad_norm,
-        loss_type=spec.loss_type, beta=spec.beta, epsilon=spec.epsilon, epsilon_high=spec.epsilon_high,
-        scale_rewards=spec.scale_rewards, num_iterations=spec.num_iterations,
-        importance_sampling_level=spec.importance_sampling_level,
-        mask_truncated_completions=spec.mask_truncated_completions,
-        off_policy_mask_threshold=spec.off_policy_mask_threshold,
-        temperature=harness.decoding.temperature, top_p=harness.decoding.top_p,
+    options = {
+        "output_dir": str(out_dir / STAGING), "max_steps": spec.steps, "per_device_train_batch_size": micro,
+        "gradient_accumulation_steps": spec.batch_size // micro, "num_generations": spec.group_size,
+        "learning_rate": spec.learning_rate, "lr_scheduler_type": spec.lr_scheduler_type,
+        "warmup_steps": spec.warmup_steps, "weight_decay": spec.weight_decay,
+        "max_grad_norm": spec.max_grad_norm, "loss_type": spec.loss_type, "beta": spec.beta,
+        "epsilon": spec.epsilon, "epsilon_high": spec.epsilon_high,
+        "scale_rewards": spec.scale_rewards, "num_iterations": spec.num_iterations,
+        "importance_sampling_level": spec.importance_sampling_level,
+        "mask_truncated_completions": spec.mask_truncated_completions,
+        "off_policy_mask_threshold": spec.off_policy_mask_threshold,
+        "temperature": harness.decoding.temperature, "top_p": harness.decoding.top_p,
         # Only dr_grpo's normaliser reads it: the longest buffer an episode can reach.
-        max_completion_length=harness.limits.max_episode_tokens + harness.limits.max_tokens_per_turn,
-        seed=spec.seed, use_cpu=device == "cpu", bf16=False, fp16=False, activation_checkpointing=False,
-        save_strategy="steps", save_steps=spec.save_steps, save_total_limit=None, logging_steps=1,
-        report_to=_report_to(spec), disable_tqdm=True, dataloader_num_workers=0, log_completions=False,
-    )
+        "max_completion_length": harness.limits.max_episode_tokens + harness.limits.max_tokens_per_turn,
+        "seed": spec.seed, "use_cpu": device == "cpu", "bf16": False, "fp16": False,
+        "activation_checkpointing": False,
+        "save_strategy": "steps", "save_steps": spec.save_steps, "save_total_limit": None, "logging_steps": 1,
+        "report_to": _report_to(spec), "run_name": f"grpo-{out_dir.name}", "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "log_completions": False,
+    }
     return GRPOConfig(**{**options, **spec.trl})
 
 
@@ -180,14 +187,34 @@ def _report_to(spec: GRPOSpec) -> list[str]:
 
 
 def _mlflow_active() -> bool:
+    return _mlflow_run_id() is not None
+
+
+def _mlflow_run_id() -> str | None:
     import sys
 
     if "mlflow" not in sys.modules:  # nobody started a run in this process without importing mlflow
-        return False
-    return sys.modules["mlflow"].active_run() is not None
+        return None
+    run = sys.modules["mlflow"].active_run()
+    return run.info.run_id if run else None
 
 
-def _record_run(out_dir: Path, model_dir: Path, harness, tasks: list, spec: GRPOSpec, resumed_from: int) -> None:
+def _close_mlflow(trainer, caller_run: str | None, failed: bool) -> None:
+    """End the run TRL's MLflow callback opened if training raised (it would stay RUNNING), and disarm the
+    callback: transformers' MLflowCallback.__del__ ends whatever run is active when it is collected, which
+    after a nested run is the caller's own run."""
+    import mlflow
+    from transformers.integrations import MLflowCallback
+
+    if failed and _mlflow_run_id() not in (None, caller_run):
+        mlflow.end_run(status="FAILED")
+    callback = trainer.pop_callback(MLflowCallback)
+    if callback is not None:
+        callback._auto_end_run = False  # private, but the only switch; its own run is already ended
+
+
+def _record_run(out_dir: Path, model_dir: Path, harness, tasks: list, spec: GRPOSpec,
+                resumed_from: int) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "harness.yaml").write_text(harness.to_yaml())
     run = {"base_model": str(model_dir), "harness": harness.name, "tasks": [t.name for t in tasks],
@@ -203,7 +230,8 @@ def _truncate_metrics(out_dir: Path, step: int) -> None:
         path.write_text("".join(line + "\n" for line in kept))
 
 
-def _result(out_dir: Path, checkpoint: Path | None, steps: int, resumed_from: int | None = None) -> TrainResult:
+def _result(out_dir: Path, checkpoint: Path | None, steps: int,
+            resumed_from: int | None = None) -> TrainResult:
     path = out_dir / METRICS_FILE
     metrics = [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
     if checkpoint is None:

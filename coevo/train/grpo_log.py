@@ -29,7 +29,8 @@ class StepLog(TrainerCallback):
         step_s = time.monotonic() - self.t0
         rolled = self.bridge.last_step == state.global_step - 1  # num_iterations > 1 reuses rollouts
         logs["time/step"] = step_s
-        logs["time/train"] = max(0.0, step_s - (self.bridge.stats.get("time/rollout_func", 0.0) if rolled else 0.0))
+        rollout_s = self.bridge.stats.get("time/rollout_func", 0.0) if rolled else 0.0
+        logs["time/train"] = max(0.0, step_s - rollout_s)
         record = {"step": state.global_step,
                   **{k: v for k, v in logs.items() if isinstance(v, int | float) and not isinstance(v, bool)}}
         if state.is_world_process_zero:
@@ -46,17 +47,18 @@ def step_line(m: dict, total: int) -> str:
         return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
     groups = m.get("groups/no_signal")
-    n_groups = round(groups / m["groups/no_signal_frac"]) if groups and m.get("groups/no_signal_frac") else None
+    frac = m.get("groups/no_signal_frac")
+    n_groups = round(groups / frac) if groups and frac else None
     parts = [
         f"[bold]step {m['step']}/{total}[/]",
         f"reward {get('reward/mean')} ± {get('reward/std', '.2f')}",
         f"pass {100 * m.get('pass_rate', 0):.0f}%",
         f"no-signal {get('groups/no_signal', '.0f')}" + (f"/{n_groups}" if n_groups else ""),
         f"loss {get('loss', '.4f')}",
-        f"mismatch r {get('mismatch/pearson', '.4f')} |Δ| {get('mismatch/mean_abs_diff', '.1e')} "
-        f"KL {get('mismatch/kl', '.1e')}",
+        (f"mismatch r {get('mismatch/pearson', '.4f')} |Δ| {get('mismatch/mean_abs_diff', '.1e')} "
+         f"KL {get('mismatch/kl', '.1e')}"),
         f"drift {get('drift/max', '.0f')}",
-        f"gen {get('time/generate', '.1f')}s sandbox {get('time/sandbox', '.1f')}s "
-        f"verify {get('time/verify', '.1f')}s train {get('time/train', '.1f')}s",
+        (f"gen {get('time/generate', '.1f')}s sandbox {get('time/sandbox', '.1f')}s "
+         f"verify {get('time/verify', '.1f')}s train {get('time/train', '.1f')}s"),
     ]
     return " | ".join(parts)

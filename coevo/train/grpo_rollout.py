@@ -85,19 +85,11 @@ class GRPORollout:
         mismatch = mm.measure(trainer_lp, rows["logprobs"], rows["env_mask"])
         t_mismatch = time.monotonic() - t1
         skipped = self._judge(mismatch, step)
-        size = self.spec.group_size
-        n_groups = len(rewards) // size
-        no_signal = no_signal_groups(rewards, size)
-        dropped = set(range(n_groups)) if skipped else set(no_signal) if self.spec.drop_no_signal_groups else set()
-        for g in dropped:  # out of the loss and out of its token count
-            for i in range(g * size, (g + 1) * size):
-                rows["env_mask"][i] = [0] * len(rows["env_mask"][i])
         self.stats = {
             **episode_stats(trajectories, rewards), **mismatch.as_metrics(),
             "mismatch/breach": float(bool(mm.breaches(mismatch, self.spec.mismatch))),
             "mismatch/skipped": float(skipped), "tokens/loss_region_drift": float(loss_drift),
-            "groups/no_signal": float(len(no_signal)), "groups/dropped": float(len(dropped)),
-            "groups/no_signal_frac": len(no_signal) / max(1, n_groups),
+            **self._mask_groups(rows["env_mask"], rewards, skipped),
             **timeline.breakdown(t_roll), "time/mismatch": t_mismatch,
             "time/rollout_func": time.monotonic() - t0,
         }
@@ -105,7 +97,8 @@ class GRPORollout:
             save_trajectories(self.run_dir / "rollouts" / f"step-{step + 1}.jsonl", trajectories)
         return {**rows, "coevo_reward": rewards}
 
-    def _rollout(self, prompts: list[str], recorder: _Recorder, timeline: Timeline, seed: int) -> list[Trajectory]:
+    def _rollout(self, prompts: list[str], recorder: _Recorder, timeline: Timeline,
+                 seed: int) -> list[Trajectory]:
         """Roll out each distinct prompt's task as often as it appears; rows come back in prompt order."""
         counts = Counter(prompts)
         unknown = [p for p in counts if p not in self.tasks]
@@ -129,6 +122,21 @@ class GRPORollout:
             queues[t.task].append(t)
         return [queues[p].pop(0) for p in prompts]
 
+    def _mask_groups(self, env_mask: list[list[int]], rewards: list, skipped: bool) -> dict[str, float]:
+        """Mask no-signal groups (when asked) or the whole batch (a skipped step) out of the loss and out of
+        its token count; TRL groups rows by position, num_generations at a time, as we do here."""
+        size = self.spec.group_size
+        n_groups = len(rewards) // size
+        no_signal = no_signal_groups(rewards, size)
+        dropped = set(no_signal) if self.spec.drop_no_signal_groups else set()
+        if skipped:
+            dropped = set(range(n_groups))
+        for g in dropped:
+            for i in range(g * size, (g + 1) * size):
+                env_mask[i] = [0] * len(env_mask[i])
+        return {"groups/no_signal": float(len(no_signal)), "groups/dropped": float(len(dropped)),
+                "groups/no_signal_frac": len(no_signal) / max(1, n_groups)}
+
     def _judge(self, mismatch: mm.Mismatch, step: int) -> bool:
         """Apply the mismatch thresholds: warn, skip (returns True) or halt."""
         problems = mm.breaches(mismatch, self.spec.mismatch)
@@ -138,7 +146,8 @@ class GRPORollout:
         message = f"step {step + 1}: train/rollout mismatch: {'; '.join(problems)}"
         if action == "halt":
             raise TrainingHalted(f"{message} (mismatch.action=halt)")
-        self.log(f"[yellow]warning[/]: {message}" + ("; batch masked out of the loss" if action == "skip" else ""))
+        tail = "; batch masked out of the loss" if action == "skip" else ""
+        self.log(f"[yellow]warning[/]: {message}{tail}")
         return action == "skip"
 
     # -- TRL's reward function ----------------------------------------------------------------------

@@ -61,7 +61,7 @@ class GRPOSpec(BaseModel):
     epsilon_high: float | None = Field(None, gt=0)
     """Upper clipping range (DAPO's clip-higher); None: same as epsilon."""
     scale_rewards: Literal["group", "batch", "none"] = "group"
-    """Divide advantages by the group's reward std (`group`), the batch's (`batch`), or not (`none`, Dr. GRPO)."""
+    """Divide advantages by the group's reward std (`group`), the batch's (`batch`), or not (`none`)."""
     num_iterations: int = Field(1, ge=1)
     """Optimizer passes over each step's rollouts (TRL's mu); >1 makes later passes off-policy."""
     importance_sampling_level: Literal["token", "sequence"] = "token"
@@ -71,7 +71,7 @@ class GRPOSpec(BaseModel):
     off_policy_mask_threshold: float | None = Field(None, gt=0)
     """Drop negative-advantage episodes whose mean KL(rollout || trainer) passes this (DeepSeek-V3.2 OPSM)."""
     temperature: float | None = Field(None, gt=0)
-    """Sampling temperature for training rollouts; None: the harness's `decoding.temperature` (must be > 0)."""
+    """Sampling temperature of training rollouts; None: the harness's `decoding.temperature` (> 0)."""
     reward: Literal["binary", "partial"] = "binary"
     """`binary`: the verifier's reward; `partial`: the mean of its per-check credits (reward.json)."""
     drop_no_signal_groups: bool = False
@@ -94,14 +94,14 @@ class GRPOSpec(BaseModel):
     """Any other TRL `GRPOConfig` option, passed through as is (e.g. {"top_entropy_quantile": 0.2})."""
 
     def with_overrides(self, overrides: dict[str, Any]) -> GRPOSpec:
-        """A new validated spec with dotted fields replaced, e.g. {"beta": 0.01, "mismatch.action": "skip"}."""
+        """A new validated spec with dotted fields replaced: {"beta": 0.01, "mismatch.action": "skip"}."""
         data = self.model_dump()
         for path, value in overrides.items():
             node, parts = data, path.split(".")
             for part in parts[:-1]:
                 if not isinstance(node.get(part), dict):
-                    raise ValueError(f"GRPO spec: '{path}': '{part}' is not a section "
-                                     f"(sections: mismatch, trl)")
+                    raise ValueError(  # noqa: TRY004 - a bad dotted path is a value error for the callerf"GRPO spec: '{path}': '{part}' is not a section "
+                                     "(sections: mismatch, trl)")
                 node = node[part]
             node[parts[-1]] = value
         return spec_from_dict(data, source="GRPO spec with overrides")

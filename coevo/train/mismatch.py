@@ -94,7 +94,8 @@ def breaches(m: Mismatch, spec: MismatchSpec) -> list[str]:
     if not math.isnan(m.pearson) and m.pearson < spec.min_pearson:
         out.append(f"pearson {m.pearson:.4f} < mismatch.min_pearson={spec.min_pearson:g}")
     if m.mean_abs_diff > spec.max_mean_abs_diff:
-        out.append(f"mean |delta| {m.mean_abs_diff:.4g} > mismatch.max_mean_abs_diff={spec.max_mean_abs_diff:g}")
+        out.append(f"mean |delta| {m.mean_abs_diff:.4g} > "
+                   f"mismatch.max_mean_abs_diff={spec.max_mean_abs_diff:g}")
     if m.kl > spec.max_kl:
         out.append(f"KL {m.kl:.4g} > mismatch.max_kl={spec.max_kl:g}")
     return out

@@ -24,7 +24,7 @@ class Timeline:
                 self.spans[kind].append((start, time.monotonic()))
 
     def breakdown(self, total: float) -> dict[str, float]:
-        """Seconds of `total` (the rollout's wall time): generating, verifying while not generating, the rest."""
+        """Seconds of `total` (the rollout's wall time): generating, verifying while not generating, rest."""
         gen = _union(self.spans["generate"])
         verify = _length(_union(self.spans["verify"])) - _overlap(_union(self.spans["verify"]), gen)
         generate = _length(gen)

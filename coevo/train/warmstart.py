@@ -9,6 +9,7 @@ a solution that does not pass under this harness is left out rather than taught.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,17 +26,37 @@ def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0) -> list:
     return rollout(tasks, harness, policy, n_per_task=1, seed=seed)
 
 
+def extra_tasks(tasks_dir: Path, out: Path, per_family: int, seed: int) -> list:
+    """Fresh instances of a generated suite's families, for training only (data augmentation).
+
+    Drawn with another seed than the suite's, never from a held-out family, and never with the
+    instruction of one of the suite's dev or test tasks, so evaluation stays clean.
+    """
+    from coevo.tasks import load_taskset
+    from coevo.tasks.generate import MANIFEST, generate_suite
+
+    manifest = json.loads((Path(tasks_dir) / MANIFEST).read_text()) if (Path(tasks_dir) / MANIFEST).is_file() else {}
+    if manifest.get("generator") != "coevo tasks generate":
+        raise ValueError(f"{tasks_dir}: augmentation needs a suite written by `coevo tasks generate` "
+                         f"(its {MANIFEST} names the generator); use augment=0 for other task folders")
+    generate_suite(out, seed=int(manifest["seed"]) + 1000 + seed, per_family=per_family)
+    held_out = set(manifest.get("held_out_families", []))
+    reserved = {t.instruction for t in load_taskset(tasks_dir).tasks if t.split in ("dev", "test")}
+    return [t for t in load_taskset(out).tasks if t.family not in held_out and t.instruction not in reserved]
+
+
 def passed(trajectories: list) -> list:
     return [t for t in trajectories if t.status == "submitted" and t.reward >= 1.0]
 
 
 def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, out: Path,
                   epochs: float | None = None, lr: float | None = None, seed: int = 0,
-                  repeats: int = 1) -> str:
-    """Oracle episodes on `split`, SFT from `model` to `out`; returns a one-paragraph report.
+                  augment: int = 0) -> str:
+    """Oracle episodes on `split` (plus `augment` fresh instances per family, see `extra_tasks`), then SFT
+    from `model` to `out`; returns a short report.
 
-    Writes `out/oracle.jsonl` (every oracle episode) and `out/warmstart.json` (settings and numbers).
-    `repeats` copies each conversation into the dataset that many times per epoch.
+    Writes `out/oracle.jsonl` (every oracle episode on the split), `out/oracle_extra.jsonl` (on the extra
+    instances) and `out/warmstart.json` (settings and numbers).
     """
     from transformers import AutoTokenizer
 
@@ -48,33 +69,41 @@ def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, 
     if not tasks:
         raise ValueError(f"{tasks_dir}: no tasks with solution/solve.sh in split '{split}'")
     tokenizer = AutoTokenizer.from_pretrained(model)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     trajectories = oracle_trajectories(harness, tasks, tokenizer, seed)
-    good = passed(trajectories)
+    save_trajectories(out / "oracle.jsonl", trajectories)
+    extra = []
+    if augment:
+        with tempfile.TemporaryDirectory() as tmp:
+            extra = oracle_trajectories(harness, extra_tasks(tasks_dir, Path(tmp), augment, seed), tokenizer, seed)
+        save_trajectories(out / "oracle_extra.jsonl", extra)
     t_oracle = time.perf_counter() - t0
+    good = passed(trajectories) + passed(extra)
     if not good:
         raise ValueError(f"warmstart: none of the {len(tasks)} oracle episodes passed under {harness_path}; "
                          f"first failure: {_cause(trajectories[0])}")
     settings = SFTSettings(seed=seed)
-    settings.epochs = epochs or settings.epochs
-    settings.lr = lr or settings.lr
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    save_trajectories(out / "oracle.jsonl", trajectories)
-    conversations = [t.messages for t in good] * repeats
+    settings.epochs, settings.lr = epochs or settings.epochs, lr or settings.lr
     t1 = time.perf_counter()
-    train_sft(model, conversations, out, settings, source=f"warmstart ({harness_path})")
+    train_sft(model, [t.messages for t in good], out, settings, source=f"warmstart ({harness_path})")
     t_sft = time.perf_counter() - t1
-    numbers = {"tasks": len(tasks), "oracle_passed": len(good), "oracle_s": round(t_oracle, 1),
-               "sft_s": round(t_sft, 1), "conversations": len(conversations), "harness": str(harness_path),
-               "split": split, "settings": asdict(settings)}
+    numbers = {"tasks": len(tasks), "oracle_passed": len(passed(trajectories)), "extra_tasks": len(extra),
+               "extra_passed": len(passed(extra)), "conversations": len(good), "oracle_s": round(t_oracle, 1),
+               "sft_s": round(t_sft, 1), "harness": str(harness_path), "split": split, "settings": asdict(settings)}
     (out / "warmstart.json").write_text(json.dumps(numbers, indent=1) + "\n")
-    kept = {id(t) for t in good}
-    failed = [f"{t.task} ({_cause(t)})" for t in trajectories if id(t) not in kept]
-    return (f"oracle: {len(good)}/{len(tasks)} {split} tasks passed under {harness.name} in {t_oracle:.1f}s"
-            + (f"; left out: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}" if failed else "")
-            + f"\nSFT: {len(conversations)} conversations x {settings.epochs:g} epochs at lr {settings.lr:g} "
-            f"in {t_sft:.0f}s -> {out}")
+    return "\n".join([
+        f"oracle: {numbers['oracle_passed']}/{len(tasks)} {split} tasks passed under {harness.name}"
+        + (f", {numbers['extra_passed']}/{len(extra)} extra instances" if augment else "")
+        + f" in {t_oracle:.1f}s" + _left_out(trajectories + extra),
+        f"SFT: {len(good)} conversations x {settings.epochs:g} epochs at lr {settings.lr:g} in {t_sft:.0f}s -> {out}",
+    ])
+
+
+def _left_out(trajectories: list) -> str:
+    failed = [f"{t.task} ({_cause(t)})" for t in trajectories if t.status != "submitted" or t.reward < 1.0]
+    return f"; left out: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}" if failed else ""
 
 
 def _cause(t) -> str:

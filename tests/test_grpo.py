@@ -1,0 +1,203 @@
+"""The inner loop end to end: TRL GRPO on multi-turn episodes of the real tiny model in real sandboxes.
+
+A freshly initialised model never solves a real task, so these tasks' verifiers pay random partial credit
+(reward.json): the groups then carry real, nonzero advantages and GRPO must move the weights. Episodes are
+kept short (16 tokens per reply, 2 turns): with a random model each reply is a format error, so every
+episode holds model tokens and environment (feedback) tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import write_task
+
+REPO = Path(__file__).resolve().parents[1]
+COIN_TEST = """#!/bin/bash
+printf '{"a": 0.%05d, "b": 0.%05d}' $RANDOM $RANDOM > /logs/verifier/reward.json
+"""
+SHORT = {"limits.max_tokens_per_turn": 16, "limits.max_turns": 2}
+
+
+@pytest.fixture(scope="module")
+def coin_tasks(tmp_path_factory):
+    root = tmp_path_factory.mktemp("coin") / "tasks"
+    for i in range(4):
+        write_task(root, f"coin-{i}", test_sh=COIN_TEST, instruction=f"Write {40 + i} to /app/answer.txt.\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tiny(coin_tasks, tmp_path_factory):
+    from coevo.tasks.generate import generate_suite
+    from coevo.train.model import build_tiny_model
+
+    suite = tmp_path_factory.mktemp("suite") / "tasks"
+    generate_suite(suite, seed=0, per_family=1)  # vocabulary for the tokenizer
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"), suite, seed=0, prompts_dir=REPO / "prompts")
+
+
+@pytest.fixture(scope="module")
+def harness():
+    from coevo.harness import load_harness
+
+    return load_harness(REPO / "harnesses" / "mini_bash.yaml").with_overrides(SHORT)
+
+
+def tasks_of(root: Path) -> list:
+    from coevo.tasks import load_taskset
+
+    return load_taskset(root).tasks
+
+
+def spec(**kw):
+    from coevo.train.grpo import GRPOSpec
+
+    return GRPOSpec(**{"steps": 2, "group_size": 2, "tasks_per_step": 2, "reward": "partial", **kw})
+
+
+def test_two_steps_change_weights_and_keep_env_tokens_out_of_the_loss(tiny, coin_tasks, harness, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+
+    from coevo.rollout import load_trajectories
+    from coevo.train.grpo import train_grpo
+    from coevo.train.grpo_rollout import rows_from_trajectories
+
+    result = train_grpo(tiny, harness, tasks_of(coin_tasks), tmp_path / "run", spec())
+    assert result.steps == 2 and [m["step"] for m in result.metrics] == [1, 2]
+    assert result.checkpoint == tmp_path / "run" / "checkpoints" / "checkpoint-2"
+    before, after = load_file(tiny / "model.safetensors"), load_file(result.checkpoint / "model.safetensors")
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+    for m in result.metrics:
+        assert m["mismatch/tokens"] > 0 and m["tokens/env"] > 0 and m["tokens/model"] > 0
+        for key in ("mismatch/pearson", "mismatch/mean_abs_diff", "mismatch/max_abs_diff", "mismatch/kl"):
+            assert math.isfinite(m[key]), key
+        assert m["mismatch/pearson"] > 0.99  # fp32 rollout vs fp32 training: numerics only
+        assert m["tokens/loss_region_drift"] == 0
+        assert m["reward/std"] > 0 and m["groups/no_signal"] == 0
+        assert {"loss", "reward", "time/generate", "time/sandbox", "time/verify", "time/train"} <= m.keys()
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    trajectories = load_trajectories(tmp_path / "run" / "rollouts" / "step-2.jsonl")
+    rows = rows_from_trajectories(trajectories, tokenizer.pad_token_id)
+    columns = rows["completion_ids"], rows["env_mask"], rows["logprobs"]
+    for t, ids, mask, logprobs in zip(trajectories, *columns):
+        assert ids == t.completion_ids and mask == t.completion_mask and len(logprobs) == len(ids)
+        env_text = tokenizer.decode([i for i, m in zip(ids, mask) if not m])
+        assert "<|im_start|>user" in env_text  # the format-error feedback is environment, mask 0
+        assert all(lp == 0.0 for lp, m in zip(logprobs, mask) if not m)
+
+
+def test_loss_region_check_catches_a_changed_token(tiny, coin_tasks, harness, tmp_path):
+    from coevo.policy.hf import HFPolicy
+    from coevo.rollout import rollout
+    from coevo.train.grpo_rollout import loss_region_drift
+
+    [t] = rollout(tasks_of(coin_tasks)[:1], harness, HFPolicy(tiny, device="cpu"), seed=1)
+    runs, current = [], []
+    for tok, m in zip(t.completion_ids, t.completion_mask):
+        if m:
+            current.append(tok)
+        elif current:
+            runs.append(tuple(current))
+            current = []
+    sampled = {t.task: set(runs + ([tuple(current)] if current else []))}  # what the policy sampled
+    assert loss_region_drift(t, t.completion_ids, t.completion_mask, sampled) == 0
+    i = t.completion_mask.index(1)
+    changed = list(t.completion_ids)
+    changed[i] = (changed[i] + 1) % 100
+    assert loss_region_drift(t, changed, t.completion_mask, sampled) > 0
+    widened = [1] * len(t.completion_mask)  # environment tokens in the loss region
+    assert loss_region_drift(t, t.completion_ids, widened, sampled) > 0
+
+
+def test_bf16_rollout_mismatch_past_threshold_halts(tiny, coin_tasks, harness, tmp_path):
+    from coevo.train.grpo import train_grpo
+    from coevo.train.grpo_rollout import TrainingHalted
+
+    s = spec(rollout_dtype="bf16").with_overrides({"mismatch.action": "halt",
+                                                    "mismatch.max_mean_abs_diff": 1e-4})
+    with pytest.raises(TrainingHalted, match=r"step 1: train/rollout mismatch: mean \|delta\|"):
+        train_grpo(tiny, harness, tasks_of(coin_tasks), tmp_path / "run", s)
+    assert not (tmp_path / "run" / "checkpoints").exists() and not (tmp_path / "run" / ".staging").exists()
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(tiny, coin_tasks, harness, tmp_path):
+    (tmp_path / "h.yaml").write_text(harness.to_yaml())
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "coevo.cli", "train", "--model", str(tiny), "--harness",
+           str(tmp_path / "h.yaml"), "--tasks", str(coin_tasks), "--split", "all", "--out", str(run),
+           "--steps", "3", "--group-size", "2", "--tasks-per-step", "2", "--reward", "partial"]
+    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not (run / "checkpoints" / "checkpoint-1").exists():
+        assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+        assert time.monotonic() < deadline, "no checkpoint within 300 s"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    saved = sorted(int(p.name.split("-")[1]) for p in (run / "checkpoints").iterdir())
+    assert saved and saved[-1] < 3
+    for step in saved:  # published checkpoints are always complete
+        folder = run / "checkpoints" / f"checkpoint-{step}"
+        assert json.loads((folder / "trainer_state.json").read_text())["global_step"] == step
+        assert {"model.safetensors", "optimizer.pt", "rng_state.pth", "coevo_checkpoint.json"} <= {
+            p.name for p in folder.iterdir()}
+
+    done = subprocess.run([*cmd, "--resume"], check=False, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert f"3 steps (resumed from {saved[-1]})" in done.stdout
+    state = json.loads((run / "checkpoints" / "checkpoint-3" / "trainer_state.json").read_text())
+    assert state["global_step"] == 3
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["checkpoint-2", "checkpoint-3"]
+    assert not (run / ".staging").exists()
+
+
+def test_a_new_run_refuses_a_folder_with_checkpoints(tiny, coin_tasks, harness, tmp_path):
+    from coevo.train.grpo import train_grpo
+
+    (tmp_path / "run" / "checkpoints" / "checkpoint-3").mkdir(parents=True)
+    with pytest.raises(ValueError, match="holds checkpoints .*resume"):
+        train_grpo(tiny, harness, tasks_of(coin_tasks), tmp_path / "run", spec())
+
+
+def test_spec_overrides_and_errors():
+    from coevo.train.grpo import GRPOSpec, spec_from_dict
+
+    s = GRPOSpec().with_overrides({"beta": 0.01, "mismatch.action": "skip", "trl.top_entropy_quantile": 0.2})
+    assert (s.beta, s.mismatch.action, s.trl) == (0.01, "skip", {"top_entropy_quantile": 0.2})
+    with pytest.raises(ValueError, match=r"unknown field 'betta' \(valid: steps, group_size"):
+        GRPOSpec().with_overrides({"betta": 0.1})
+    with pytest.raises(ValueError, match=r"unknown field 'mismatch.act' \(valid: action, min_pearson"):
+        GRPOSpec().with_overrides({"mismatch.act": "halt"})
+    with pytest.raises(ValueError, match="micro_batch_size=3 must divide"):
+        spec_from_dict({"tasks_per_step": 2, "group_size": 4, "micro_batch_size": 3}, "cfg.yaml")
+
+
+def test_rewards_groups_and_placeholder_rows():
+    from coevo.rollout import Trajectory
+    from coevo.train.grpo_rollout import no_signal_groups, reward_of, rows_from_trajectories
+
+    ok = Trajectory(task="a", harness="h", status="submitted", reward=0.5, checks={"x": 1.0, "y": 0.0})
+    broken = Trajectory(task="a", harness="h", status="sandbox_error")
+    assert reward_of(ok, "binary") == 0.0 and reward_of(ok, "partial") == 0.5
+    assert reward_of(broken, "binary") is None
+    assert no_signal_groups([1.0, 1.0, 0.0, 1.0, None, 0.0], 2) == [0, 2]
+    rows = rows_from_trajectories([broken], pad_id=7)
+    assert rows == {"prompt_ids": [[7]], "completion_ids": [[7]], "logprobs": [[0.0]], "env_mask": [[0]]}
