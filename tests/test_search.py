@@ -176,7 +176,8 @@ def test_kill_minus_9_then_resume_keeps_finished_work_and_retries_the_killed_tri
     study = optuna.load_study(study_name="killed.h1", storage=f"sqlite:///{db}")
     done = {t.number: (t.params, t.value) for t in study.trials if t.state.name == "COMPLETE"}
 
-    result = subprocess.run([*cmd, "--resume", str(run_dir)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([*cmd, "--resume", str(run_dir)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "marked" in result.stdout and "left RUNNING as KILLED" in result.stdout
     assert weights.stat().st_mtime_ns == stamp  # the warm-start checkpoint was kept, not redone

@@ -31,10 +31,12 @@ def test_warmstart_changes_weights_and_writes_a_loadable_checkpoint(suite, tiny,
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from coevo.train.sft import SFTSettings
     from coevo.train.warmstart import run_warmstart
 
     out = tmp_path / "ws"
-    report = run_warmstart(tiny, REPO / "harnesses" / "mini_bash.yaml", suite, "train", out, epochs=1, lr=1e-3)
+    settings = SFTSettings(epochs=1, lr=1e-3, batch_size=8)
+    report = run_warmstart(tiny, REPO / "harnesses" / "mini_bash.yaml", suite, "train", out, settings)
     assert "oracle: 19/19 train tasks passed" in report
     numbers = json.loads((out / "warmstart.json").read_text())
     assert numbers["oracle_passed"] == numbers["conversations"] == 19
@@ -70,3 +72,24 @@ def test_a_prompt_longer_than_max_length_is_a_clear_error(tiny, tmp_path):
                     {"role": "assistant", "content": "ls"}]
     with pytest.raises(ValueError, match="prompt .* alone exceeds max_length=64"):
         train_sft(tiny, [conversation], tmp_path / "x", SFTSettings(max_length=64), source="test")
+
+
+def test_augmentation_never_draws_evaluation_tasks(suite, tmp_path):
+    from coevo.tasks import load_taskset
+    from coevo.tasks.generate import HELD_OUT
+    from coevo.train.warmstart import extra_tasks
+
+    extra = extra_tasks(suite, tmp_path / "extra", per_family=2, seed=0)
+    evaluation = {t.instruction for t in load_taskset(suite).tasks if t.split in ("dev", "test")}
+    assert len(extra) > 20 and not {t.family for t in extra} & set(HELD_OUT)
+    assert not {t.instruction for t in extra} & evaluation
+    train = {t.instruction for t in load_taskset(suite).split("train")}
+    assert {t.instruction for t in extra} - train  # fresh instances, not copies
+
+
+def test_augmentation_needs_a_generated_suite(make_task, tmp_path):
+    from coevo.train.warmstart import extra_tasks
+
+    folder = make_task().parent  # a folder of hand-written tasks, no generator manifest
+    with pytest.raises(ValueError, match="coevo tasks generate"):
+        extra_tasks(folder, tmp_path / "extra", per_family=1, seed=0)

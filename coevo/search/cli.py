@@ -39,8 +39,11 @@ def search(
             print(f"worker done: ran {ran} trial(s) of {folder}")
             return
         if resume is not None:
+            if budget is not None or config is not None:
+                fail("--resume continues a run with its own config and budget (in RUN/config.yaml); "
+                     "drop CONFIG and --budget")
             folder = run_dir_of(resume, runs_dir or Path("runs"))
-            cfg = load_config(folder / "config.yaml", budget=budget)
+            cfg = load_config(folder / "config.yaml")
             if cfg.run_dir.resolve() != folder.resolve():  # the folder moved: follow it
                 cfg = cfg.model_copy(update={"runs_dir": folder.resolve().parent, "name": folder.name})
         elif config is None:

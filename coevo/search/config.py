@@ -148,20 +148,21 @@ def resolve_paths(config: SearchConfig, root: Path) -> SearchConfig:
 
 
 def make_plan(config: SearchConfig, n_train: int, n_dev: int, n_test: int, n_train_params: int) -> Plan:
-    """Everything the budget sets. At budget 1 on the bundled suite (171 / 57 / 58 tasks) a run fits in
-    about 15 minutes on 2 CPU cores with the tiny model; cost grows about linearly with the budget."""
+    """Everything the budget sets; cost grows about linearly with it. Budget 1 on the bundled suite
+    (171 / 57 / 58 tasks): w0 = 48 oracle conversations x 16 epochs, 6 trials per h-phase on 16 dev
+    tasks in 4 batches, 6 GRPO steps per w-phase, top-2 re-scored, the whole test split at the end."""
     b = config.budget
     derived = Plan(
-        trials=max(3, round(8 * b)),
+        trials=max(3, round(6 * b)),
         train_trials=max(1, round(2 * b)) if n_train_params else 1,
-        grpo_steps=max(2, round(8 * b)),
-        warmstart_epochs=max(2.0, round(12 * b, 1)),
-        dev_tasks=min(n_dev, max(8, round(22 * b))),
+        grpo_steps=max(2, round(6 * b)),
+        warmstart_epochs=max(2.0, round(16 * b, 1)),
+        dev_tasks=min(n_dev, max(8, round(16 * b))),
         test_tasks=n_test,  # all of them: `coevo eval --bundle ... --split test` then sees the same tasks
-        train_tasks=min(n_train, max(16, round(66 * b))),
+        train_tasks=min(n_train, max(16, round(48 * b))),
         batches=4 if config.pruning else 1,
         samples=1,
-        top_k=max(2, min(4, round(3 * b))),
+        top_k=max(2, min(4, round(2 * b))),
     )
     explicit = config.plan.model_dump(exclude_none=True)
     return derived.model_copy(update=explicit)

@@ -30,11 +30,10 @@ def test_table(s) -> dict[str, dict[str, Any]]:
     from coevo.search import plots
 
     run_id = s.current_phase_run = s.phase_run("test")
-    done: dict[str, dict] = {}  # identical pairs are scored once
     for row, (overrides, ckpt, gen, origin) in row_pairs(s).items():
         if row in s.state.test:
             continue
-        key = repr((sorted(overrides.items()), ckpt))
+        key = repr((sorted(overrides.items()), ckpt))  # identical pairs are scored once
         same = next((r for r, v in s.state.test.items() if v["key"] == key), None)
         if same is None:
             pair, report = s.evaluate(f"test {row}", run_id, overrides, ckpt, gen, origin, task_batches=[s.test],
@@ -63,8 +62,9 @@ def test_table(s) -> dict[str, dict[str, Any]]:
 
 
 def markdown(test: dict[str, dict], n_tasks: int) -> str:
-    lines = [f"Held-out test split ({n_tasks} tasks): pass@1 with 95% bootstrap interval; gain over the baseline "
-             "with its paired-bootstrap interval.", "",
+    title = (f"Held-out test split ({n_tasks} tasks): pass@1 with 95% bootstrap interval; gain over the "
+             "baseline with its paired-bootstrap interval.")
+    lines = [title, "",
              "| pair | harness | checkpoint | pass@1 [95% CI] | gain vs baseline [95% CI] | reward | turns |",
              "|---|---|---|---|---|---|---|"]
     for row in ROWS:

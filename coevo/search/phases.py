@@ -197,6 +197,6 @@ def _ci(pair: Pair) -> str:
     return f"{pair.pass_at_1:.3f} [{pair.ci_low:.3f}, {pair.ci_high:.3f}]"
 
 
-from coevo.search.weights import weights_phase  # noqa: E402  (kept in its own file; re-exported here)
+from coevo.search.weights import weights_phase  # kept in its own file; re-exported here
 
 __all__ = ["challenge", "ensure_start", "harness_phase", "warm_start", "weights_phase"]

@@ -41,6 +41,10 @@ def variant_rows(folder: Path, phase: str | None = None) -> list[dict]:
     return sorted(rows, key=lambda row: (-(row["pass_at_1"] or -1.0), row["run"]))
 
 
+def fmt(value, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
 def print_rows(rows: list[dict], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -49,7 +53,6 @@ def print_rows(rows: list[dict], title: str) -> None:
                   "differs from the base harness", title=title)
     for r in rows:
         score = "—" if r["pass_at_1"] is None else f"{r['pass_at_1']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-        fmt = lambda v, f: "—" if v is None else format(v, f)  # noqa: E731
         diff = ", ".join(f"{k}={v}" for k, v in sorted(r["differs"].items())) or "(base)"
         table.add_row(r["run"], str(r["generation"]), r["state"], score, fmt(r["mean_reward"], ".3f"),
                       fmt(r["mean_turns"], ".1f"), fmt(r["format_error_rate"], ".2f"), fmt(r["timeouts"], ".0f"),

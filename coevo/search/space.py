@@ -246,14 +246,14 @@ def _model_path_problems(root, path: str, root_name: str, prefix: str, hidden: t
         fields = [f for f in model.model_fields if i or f not in hidden]
         where = prefix + ".".join(parts[:i]) if i else root_name
         if part not in fields:
-            return [f"unknown path: '{part}' is not a field of {where} "
-                    f"(valid: {', '.join(prefix + '.'.join([*parts[:i], f]) for f in fields)}{'' if i else also})"]
+            valid = ", ".join(prefix + ".".join([*parts[:i], f]) for f in fields)
+            return [f"unknown path: '{part}' is not a field of {where} (valid: {valid}{'' if i else also})"]
         sub = model.model_fields[part].annotation
         is_section = isinstance(sub, type) and issubclass(sub, BaseModel)
         if i == len(parts) - 1:
             if is_section:
-                return [f"'{prefix}{path}' is a section, not a value (valid: "
-                        f"{', '.join(prefix + path + '.' + f for f in sub.model_fields)})"]
+                valid = ", ".join(prefix + path + "." + f for f in sub.model_fields)
+                return [f"'{prefix}{path}' is a section, not a value (valid: {valid})"]
             return []
         if not is_section:
             return [f"unknown path: '{prefix}{'.'.join(parts[: i + 1])}' is a value, not a section"]

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from coevo.train.sft import SFTSettings  # a dataclass; its module imports nothing heavy
+
 
 def fail(message: str) -> None:
     typer.secho(f"error: {message}", fg="red", err=True)
@@ -20,6 +22,8 @@ def init_model(
         "tasks"),
     prompts: Annotated[Path, typer.Option(help="Harness prompt templates, also in the vocabulary.")] = Path(
         "prompts"),
+    harnesses: Annotated[Path, typer.Option(help="Harness YAMLs whose renderings shape the vocabulary.")] = Path(
+        "harnesses"),
     seed: Annotated[int, typer.Option(help="Seed of the random initialisation.")] = 0,
 ) -> None:
     """Build the default tiny model here: a BPE tokenizer trained on the tasks and a fresh small Qwen2."""
@@ -28,7 +32,8 @@ def init_model(
     if not tasks.is_dir():
         fail(f"--tasks {tasks}: not a folder (expected task folders with instruction.md)")
     start = time.perf_counter()
-    folder = build_tiny_model(out, tasks, seed=seed, prompts_dir=prompts if prompts.is_dir() else None)
+    folder = build_tiny_model(out, tasks, seed=seed, prompts_dir=prompts if prompts.is_dir() else None,
+                              harnesses_dir=harnesses if harnesses.is_dir() else None)
     print(f"wrote {describe(folder)} to {folder} in {time.perf_counter() - start:.1f}s")
 
 
@@ -38,9 +43,10 @@ def warmstart(
     out: Annotated[Path, typer.Option(help="Folder for the fine-tuned checkpoint.")],
     tasks: Annotated[Path, typer.Option(help="Task folder (with splits).")] = Path("tasks"),
     split: Annotated[str, typer.Option(help="Split whose solutions are trained on.")] = "train",
-    epochs: Annotated[float, typer.Option(help="Passes over the oracle conversations.")] = 0.0,
-    lr: Annotated[float, typer.Option(help="Peak learning rate.")] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed for data order and initialisation of training.")] = 0,
+    epochs: Annotated[float, typer.Option(help="Passes over the conversations.")] = SFTSettings.epochs,
+    lr: Annotated[float, typer.Option(help="Peak learning rate.")] = SFTSettings.lr,
+    batch_size: Annotated[int, typer.Option(help="Conversations per optimizer step.")] = SFTSettings.batch_size,
+    seed: Annotated[int, typer.Option(help="Seed of the data order, the oracle rollout and augmentation.")] = 0,
     augment: Annotated[int, typer.Option(help="Extra generated instances per family to train on (bundled "
                                          "suite only; never dev/test instructions or held-out families).")] = 0,
 ) -> None:
@@ -48,9 +54,9 @@ def warmstart(
     from coevo.errors import CoevoError
     from coevo.train.warmstart import run_warmstart
 
+    settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed)
     try:
-        report = run_warmstart(model, harness, tasks, split, out, epochs=epochs or None, lr=lr or None,
-                               seed=seed, augment=augment)
+        report = run_warmstart(model, harness, tasks, split, out, settings, augment=augment)
     except (CoevoError, ValueError) as e:
         fail(str(e))
     print(report)

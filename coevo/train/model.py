@@ -29,6 +29,8 @@ SPECIAL = [PAD, "<|im_start|>", EOS]
 MARKUP = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<tools>", "</tools>",
           "<think>", "</think>"]
 VOCAB_SIZE = 2048
+REPO_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+REPO_HARNESSES = Path(__file__).resolve().parents[2] / "harnesses"
 TEXT_SUFFIXES = {"", ".md", ".sh", ".txt", ".py", ".j2", ".jinja", ".json", ".toml", ".yaml", ".yml",
                  ".csv", ".cfg", ".ini", ".conf", ".log", ".c", ".js", ".html"}
 # Weight of the solutions in the BPE corpus: frequent merges make the oracle's commands short.
@@ -61,20 +63,44 @@ def _text_files(root: Path) -> Iterator[Path]:
             yield path
 
 
-def corpus(tasks_dir: Path, prompts_dir: Path | None = None) -> Iterator[str]:
-    """The texts the tokenizer learns from: tasks as the agent sees them, prompts, shell words."""
+def corpus(tasks_dir: Path, prompts_dir: Path | None = None, harnesses: list | None = None) -> Iterator[str]:
+    """The texts the tokenizer learns from: what the agent will read and write.
+
+    Task files, prompt templates and shell words once each; and, for each harness, the episode texts as
+    the harness renders them (system prompt, first message, each solution as replies), repeated in
+    proportion to how often a model reads or writes them. Frequent merges make those sequences short:
+    the submit reply of a harness is then a handful of tokens instead of dozens.
+    """
+    from coevo.harness import render_action
+    from coevo.harness.prompts import instance_prompt, system_prompt
+    from coevo.policy.scripted import solution_commands
+
+    solved = []
     for task in sorted(p.parent for p in tasks_dir.glob("*/instruction.md")):
-        yield (task / "instruction.md").read_text(errors="replace")
-        solve = task / "solution" / "solve.sh"
-        if solve.exists():
-            yield from [solve.read_text(errors="replace")] * SOLUTION_WEIGHT
+        instruction = (task / "instruction.md").read_text(errors="replace")
+        yield instruction
         if (task / "environment").is_dir():
             yield from (p.read_text(errors="replace") for p in _text_files(task / "environment"))
+        if (task / "solution" / "solve.sh").is_file():
+            solved.append((task.name, instruction, solution_commands(task / "solution" / "solve.sh")))
+    for _, _, commands in solved:
+        yield from ["\n".join(commands)] * SOLUTION_WEIGHT
+    for harness in harnesses or []:
+        yield from [system_prompt(harness), render_action(harness, [], submit=True)] * max(1, len(solved))
+        for name, instruction, commands in solved:
+            yield instance_prompt(harness, instruction, name, None)
+            yield from [render_action(harness, commands, submit=False)] * SOLUTION_WEIGHT
     if prompts_dir is not None and prompts_dir.is_dir():
         yield from (p.read_text(errors="replace") for p in _text_files(prompts_dir))
     yield SHELL_WORDS
     yield TOOL_CALL_SAMPLE
     yield qwen2_chat_template()
+
+
+def load_harnesses(folder: Path | None) -> list:
+    from coevo.harness import load_harness
+
+    return [load_harness(p) for p in sorted(folder.glob("*.yaml"))] if folder and folder.is_dir() else []
 
 
 def train_tokenizer(texts: Iterator[str], vocab_size: int = VOCAB_SIZE):
@@ -129,12 +155,17 @@ def model_config(tokenizer, hidden: int = 256, layers: int = 4):
     )
 
 
-def build_tiny_model(out: Path, tasks_dir: Path, seed: int = 0, prompts_dir: Path | None = None) -> Path:
-    """Train the tokenizer, initialise the model from `seed`, save both to `out` (a HF folder)."""
+def build_tiny_model(out: Path, tasks_dir: Path, seed: int = 0, prompts_dir: Path | None = REPO_PROMPTS,
+                     harnesses_dir: Path | None = REPO_HARNESSES) -> Path:
+    """Train the tokenizer, initialise the model from `seed`, save both to `out` (a HF folder).
+
+    The vocabulary comes from `tasks_dir`, the templates in `prompts_dir` and the harnesses in
+    `harnesses_dir` (by default the repository's; None leaves them out)."""
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
-    tokenizer = wrap_tokenizer(train_tokenizer(corpus(tasks_dir, prompts_dir)))
+    texts = corpus(Path(tasks_dir), prompts_dir, load_harnesses(harnesses_dir))
+    tokenizer = wrap_tokenizer(train_tokenizer(texts))
     torch.manual_seed(seed)
     config = model_config(tokenizer)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)

@@ -50,8 +50,7 @@ def passed(trajectories: list) -> list:
 
 
 def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, out: Path,
-                  epochs: float | None = None, lr: float | None = None, seed: int = 0,
-                  augment: int = 0) -> str:
+                  settings: SFTSettings | None = None, augment: int = 0) -> str:
     """Oracle episodes on `split` (plus `augment` fresh instances per family, see `extra_tasks`), then SFT
     from `model` to `out`; returns a short report.
 
@@ -68,6 +67,8 @@ def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, 
     tasks = [t for t in load_taskset(tasks_dir).split(split) if t.solution is not None]
     if not tasks:
         raise ValueError(f"{tasks_dir}: no tasks with solution/solve.sh in split '{split}'")
+    settings = settings or SFTSettings()
+    seed = settings.seed
     tokenizer = AutoTokenizer.from_pretrained(model)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -84,8 +85,6 @@ def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, 
     if not good:
         raise ValueError(f"warmstart: none of the {len(tasks)} oracle episodes passed under {harness_path}; "
                          f"first failure: {_cause(trajectories[0])}")
-    settings = SFTSettings(seed=seed)
-    settings.epochs, settings.lr = epochs or settings.epochs, lr or settings.lr
     t1 = time.perf_counter()
     train_sft(model, [t.messages for t in good], out, settings, source=f"warmstart ({harness_path})")
     t_sft = time.perf_counter() - t1
