@@ -4,8 +4,10 @@ to an fp32 one.
 
     .venv/bin/python benchmarks/grpo.py --model WARM_MODEL [--tasks tasks] [--steps 12] [--samples 2]
 
-Without --model it builds one first (init-model + warmstart with --warm-epochs; not counted in the GRPO
-time). Every number comes from real episodes in sandboxes scored by the task verifiers.
+Without --model it builds one first (init-model + warmstart; not counted in the GRPO time). Every number
+comes from real episodes in sandboxes scored by the task verifiers. `--wall-time` raises the harness's
+per-episode wall-time limit (same harness before, during and after) so that a slow or shared CPU does not
+decide episodes: lockstep episodes wait for each other's generate calls.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def dev_pass(model: Path, harness, tasks: list, samples: int, seed: int):
     return report.overall, time.perf_counter() - start
 
 
-def build_model(out: Path, tasks_dir: Path, harness_path: Path, epochs: float) -> Path:
+def build_model(out: Path, tasks_dir: Path, harness_path: Path, epochs: float | None) -> Path:
     from coevo.train.model import build_tiny_model
     from coevo.train.warmstart import run_warmstart
 
@@ -43,9 +45,8 @@ def build_model(out: Path, tasks_dir: Path, harness_path: Path, epochs: float) -
 
 
 def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime + children.ru_utime + children.ru_stime
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def mean(metrics: list[dict], key: str) -> float:
@@ -53,30 +54,36 @@ def mean(metrics: list[dict], key: str) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def main() -> None:
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="Warm-started model folder (default: build one).")
     parser.add_argument("--tasks", type=Path, default=REPO / "tasks")
     parser.add_argument("--harness", type=Path, default=REPO / "harnesses" / "mini_bash.yaml")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-grpo")
     parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--minutes", type=float, default=None, help="Also stop GRPO after this wall time.")
     parser.add_argument("--samples", type=int, default=2, help="Dev episodes per task for pass@1.")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warm-epochs", type=float, default=6.0)
+    parser.add_argument("--wall-time", type=float, default=1800.0, help="Harness limits.wall_time_s.")
+    parser.add_argument("--warm-epochs", type=float, default=None, help="Warm start epochs (building only).")
     parser.add_argument("--mismatch-steps", type=int, default=2, help="Steps of each mismatch run (0: skip).")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="GRPO spec override (YAML value), e.g. --set learning_rate=2e-4.")
-    args = parser.parse_args()
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    return parser.parse_args()
+
+
+def main() -> None:
     import yaml
 
-    harness = load_harness(args.harness)
+    args = parse_args()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    harness = load_harness(args.harness).with_overrides({"limits.wall_time_s": args.wall_time})
     taskset = load_taskset(args.tasks)
     train, dev = taskset.split("train"), taskset.split("dev")
     model = args.model or build_model(args.out / "model", args.tasks, args.harness, args.warm_epochs)
     overrides = {k: yaml.safe_load(v) for k, _, v in (s.partition("=") for s in args.set)}
     spec = GRPOSpec(steps=args.steps, tasks_per_step=8, group_size=4, learning_rate=2e-4, seed=args.seed,
-                    save_rollouts=False).with_overrides(overrides)
+                    max_minutes=args.minutes, save_rollouts=False).with_overrides(overrides)
 
     before, eval_s = dev_pass(model, harness, dev, args.samples, args.seed)
     run_dir = args.out / f"run-{int(time.time())}"
@@ -85,48 +92,62 @@ def main() -> None:
     grpo_s, grpo_cpu = time.perf_counter() - t0, cpu_seconds() - c0
     after, _ = dev_pass(result.checkpoint, harness, dev, args.samples, args.seed)
 
-    mismatch = {"fp32": result.metrics}
+    mismatch = {"fp32 (main run)": result.metrics}
     if args.mismatch_steps:
-        short = spec.with_overrides({"steps": args.mismatch_steps, "save_steps": args.mismatch_steps})
+        short = spec.with_overrides({"steps": args.mismatch_steps, "max_minutes": None})
         for dtype in ("fp32", "bf16"):
-            res = train_grpo(model, harness, train, run_dir.with_name(run_dir.name + f"-{dtype}"),
-                             short.with_overrides({"rollout_dtype": dtype}))
-            mismatch[dtype] = res.metrics
+            folder = run_dir.with_name(f"{run_dir.name}-{dtype}")
+            mismatch[dtype] = train_grpo(model, harness, train, folder,
+                                         short.with_overrides({"rollout_dtype": dtype})).metrics
 
-    print(f"\n## GRPO on {len(train)} train tasks, dev pass@1 on {len(dev)} dev tasks x {args.samples} samples\n")
-    print(f"model `{model}`, harness `{harness.name}`, seed {args.seed}, {spec.steps} steps of "
-          f"{spec.tasks_per_step} tasks x {spec.group_size} episodes, lr {spec.learning_rate:g}, "
-          f"loss {spec.loss_type}, reward {spec.reward}\n")
+    print_pass_table(model, harness, spec, train, dev, args, before, after, result)
+    print(f"\nchange: **{100 * (after.pass_at_1 - before.pass_at_1):+.1f} points** dev pass@1; GRPO took "
+          f"{grpo_s / 60:.1f} min wall, {grpo_cpu / 60:.1f} min CPU (user+sys, all threads); one dev eval "
+          f"{eval_s:.0f} s\n")
+    print_steps(result.metrics)
+    print_mismatch(mismatch)
+    (run_dir / "bench.json").write_text(json.dumps({
+        "before": before.__dict__, "after": after.__dict__, "grpo_s": grpo_s, "grpo_cpu_s": grpo_cpu,
+        "steps": result.steps, "spec": spec.model_dump(mode="json"), "model": str(model)}, indent=1))
+
+
+def print_pass_table(model, harness, spec, train, dev, args, before, after, result) -> None:
+    print(f"\n## GRPO on {len(train)} train tasks; dev pass@1 on {len(dev)} dev tasks x {args.samples} "
+          "samples\n")
+    print(f"model `{model}`, harness `{harness.name}` (wall_time_s {args.wall_time:g}), seed {args.seed}, "
+          f"{result.steps} steps of {spec.tasks_per_step} tasks x {spec.group_size} episodes, lr "
+          f"{spec.learning_rate:g}, loss {spec.loss_type}, reward {spec.reward}\n")
     print("| | dev pass@1 | 95% CI | mean reward | format errors / turn | mean turns |")
     print("|---|---|---|---|---|---|")
     for name, s in (("before", before), (f"after {result.steps} steps", after)):
         print(f"| {name} | {s.pass_at_1:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.mean_reward:.3f} | "
               f"{s.format_error_rate:.3f} | {s.mean_turns:.2f} |")
-    print(f"\nchange: **{100 * (after.pass_at_1 - before.pass_at_1):+.1f} points** dev pass@1; GRPO took "
-          f"{grpo_s / 60:.1f} min wall, {grpo_cpu / 60:.1f} min CPU (user+sys, all cores); one dev eval "
-          f"{eval_s:.0f} s\n")
 
-    print("### Per step (seconds)\n")
-    print("| step | train reward | pass rate | no-signal groups | generate | sandbox | verify | mismatch | "
-          "train | total |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for m in result.metrics:
-        print(f"| {m['step']} | {m.get('reward/mean', 0):.3f} | {m.get('pass_rate', 0):.3f} | "
-              f"{m.get('groups/no_signal', 0):.0f} | {m.get('time/generate', 0):.1f} | "
-              f"{m.get('time/sandbox', 0):.1f} | {m.get('time/verify', 0):.1f} | {m.get('time/mismatch', 0):.1f} | "
-              f"{m.get('time/train', 0):.1f} | {m.get('time/step', 0):.1f} |")
 
+def print_steps(metrics: list[dict]) -> None:
+    columns = [("train reward", "reward/mean", ".3f"), ("pass rate", "pass_rate", ".3f"),
+               ("no-signal groups", "groups/no_signal", ".0f"), ("generate s", "time/generate", ".1f"),
+               ("sandbox s", "time/sandbox", ".1f"), ("verify s", "time/verify", ".1f"),
+               ("mismatch s", "time/mismatch", ".1f"), ("train s", "time/train", ".1f"),
+               ("step s", "time/step", ".1f")]
+    print("### Per step\n")
+    print("| step | " + " | ".join(c[0] for c in columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for m in metrics:
+        cells = (format(m.get(key, float("nan")), fmt) for _, key, fmt in columns)
+        print(f"| {m['step']} | " + " | ".join(cells) + " |")
+    print("| mean | " + " | ".join(format(mean(metrics, key), fmt) for _, key, fmt in columns) + " |")
+
+
+def print_mismatch(runs: dict[str, list[dict]]) -> None:
     print("\n### Train/rollout mismatch (model tokens; mean over steps)\n")
     print("| rollout dtype | steps | Pearson | mean abs delta | max abs delta | KL (k3) | tokens/step |")
     print("|---|---|---|---|---|---|---|")
-    for dtype, metrics in mismatch.items():
-        label = dtype + (" (main run)" if metrics is result.metrics else "")
-        print(f"| {label} | {len(metrics)} | {mean(metrics, 'mismatch/pearson'):.5f} | "
-              f"{mean(metrics, 'mismatch/mean_abs_diff'):.2e} | {mean(metrics, 'mismatch/max_abs_diff'):.2e} | "
-              f"{mean(metrics, 'mismatch/kl'):.2e} | {mean(metrics, 'mismatch/tokens'):.0f} |")
-    (run_dir / "bench.json").write_text(json.dumps({
-        "before": before.__dict__, "after": after.__dict__, "grpo_s": grpo_s, "grpo_cpu_s": grpo_cpu,
-        "spec": spec.model_dump(mode="json"), "model": str(model)}, indent=1, default=str))
+    for label, m in runs.items():
+        print(f"| {label} | {len(m)} | {mean(m, 'mismatch/pearson'):.5f} "
+              f"| {mean(m, 'mismatch/mean_abs_diff'):.2e} | {mean(m, 'mismatch/max_abs_diff'):.2e} "
+              f"| {mean(m, 'mismatch/kl'):.2e} "
+              f"| {mean(m, 'mismatch/tokens'):.0f} |")
 
 
 if __name__ == "__main__":

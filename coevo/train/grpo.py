@@ -114,7 +114,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
 
     from coevo.policy.hf import HFPolicy
     from coevo.train.checkpoint import AtomicCheckpoints
-    from coevo.train.grpo_log import StepLog
+    from coevo.train.grpo_log import StepLog, TimeBudget
     from coevo.train.grpo_rollout import GRPORollout
 
     # TRL 1.16 calls a transformers 5 method that warns of its own deprecation on every step.
@@ -127,10 +127,11 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     policy = HFPolicy(model_dir, device=device, dtype=dtype)
     bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print)
     step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps, console)
+    budget = [TimeBudget(spec.max_minutes)] if spec.max_minutes else []
     trainer = GRPOTrainer(
         model=model, reward_funcs=[bridge.reward_func()], args=grpo_config(spec, harness, out_dir, device),
         train_dataset=Dataset.from_list([{"prompt": t.name} for t in tasks]), processing_class=tokenizer,
-        rollout_func=bridge, callbacks=[step_log],
+        rollout_func=bridge, callbacks=[step_log, *budget],
     )
     trainer.remove_callback(PrinterCallback)  # StepLog prints one rich line per step instead
     # Order matters: StepLog adds time/train to the logs before the reporters see them, and checkpoints

@@ -1,5 +1,5 @@
 """Per-step reporting of a GRPO run: one rich console line per step, RUN_DIR/metrics.jsonl, and `time/train`
-added to TRL's logs before the reporters (MLflow) see them.
+added to TRL's logs before the reporters (MLflow) see them. Also the run's wall-time budget.
 
 The rollout's own metrics reach TRL's logs through the reward function's `log_metric`; only the training
 time is known after the backward pass, so this callback adds it (it runs before the reporters).
@@ -62,3 +62,18 @@ def step_line(m: dict, total: int) -> str:
          f"verify {get('time/verify', '.1f')}s train {get('time/train', '.1f')}s"),
     ]
     return " | ".join(parts)
+
+
+class TimeBudget(TrainerCallback):
+    """Stops training, with a checkpoint, after the first step that ends past `minutes` of wall time."""
+
+    def __init__(self, minutes: float):
+        self.seconds, self.t0 = minutes * 60, time.monotonic()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.t0 = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if time.monotonic() - self.t0 > self.seconds:
+            control.should_training_stop = True
+            control.should_save = True

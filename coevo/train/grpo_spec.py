@@ -80,6 +80,8 @@ class GRPOSpec(BaseModel):
     """Precision of the rollout copy of the model (training stays fp32); bf16 shows a real mismatch on CPU."""
     mismatch: MismatchSpec = MismatchSpec()
     """Train/rollout logprob mismatch thresholds and what a breach does."""
+    max_minutes: float | None = Field(None, gt=0)
+    """Wall-time budget of one call: stop, with a checkpoint, after the step that passes it; None: none."""
     save_steps: int = Field(1, ge=1)
     """Write a checkpoint every this many steps (and at the last step)."""
     keep_checkpoints: int = Field(2, ge=1)
