@@ -262,3 +262,29 @@ def test_mlflow_server_serves_the_runs_over_its_rest_api(finished_run):
     complete = [r for r in trials if {t["key"]: t["value"] for t in r["data"]["tags"]}.get("state") == "COMPLETE"]
     metrics = {m["key"] for m in complete[0]["data"]["metrics"]}
     assert {"pass_at_1", "ci_low", "ci_high"} <= metrics
+
+
+def test_a_second_worker_joins_the_harness_phase_on_the_shared_storage(suite, tmp_path):
+    import optuna
+
+    config_path = write_config(tmp_path, suite, name="shared", pruning=False, plan={
+        "trials": 10, "dev_tasks": 6, "batches": 1, "test_tasks": 3})
+    run_dir = tmp_path / "runs" / "shared"
+    cmd = [sys.executable, "-m", "coevo.cli", "search"]
+    main = subprocess.Popen([*cmd, str(config_path)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while not any(state == "COMPLETE" for _, state, _ in _trials(run_dir / "optuna.db", "shared.h1")):
+            assert main.poll() is None and time.monotonic() < deadline, main.stderr.read().decode()[-3000:]
+            time.sleep(0.2)
+        worker = subprocess.run([*cmd, "--join", str(run_dir)], cwd=ROOT, capture_output=True, text=True,
+                                timeout=300, check=True)
+        assert main.wait(300) == 0
+    finally:
+        if main.poll() is None:
+            main.kill()
+    ran = int(worker.stdout.split("ran ")[1].split()[0])
+    study = optuna.load_study(study_name="shared.h1", storage=f"sqlite:///{run_dir / 'optuna.db'}")
+    finished = [t for t in study.trials if t.state.name == "COMPLETE"]
+    assert ran >= 1 and 10 <= len(finished) <= 11  # one budget for both workers (at most one trial over)
+    assert json.loads((run_dir / "state.json").read_text())["done"]

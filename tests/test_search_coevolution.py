@@ -24,26 +24,35 @@ def test_tiny_model_coevolution_trains_rescores_and_exports(tmp_path):
     generate_suite(tmp_path / "tasks", seed=0, per_family=3)
     (tmp_path / "space.yaml").write_text(
         "decoding.temperature: {type: float, low: 0.5, high: 1.2}\n"
-        "templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.j2]}\n")
+        "templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.j2]}\n"
+        "train.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-3, log: true}\n")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({
         "name": "tiny", "tasks": str(tmp_path / "tasks"), "harness": str(ROOT / "harnesses" / "mini_bash.yaml"),
         "space": str(tmp_path / "space.yaml"), "runs_dir": str(tmp_path / "runs"), "schedule": "w0 -> h -> w",
         "overrides": {"limits.max_turns": 2, "limits.max_tokens_per_turn": 48},
         "train": {"tasks_per_step": 2, "group_size": 2},
         "plan": {"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 4, "warmstart_epochs": 2,
-                 "grpo_steps": 1, "top_k": 2}}))
+                 "grpo_steps": 1, "top_k": 2, "train_trials": 2}}))
     config = load_config(tmp_path / "config.yaml")
     state = Search(config, log=lambda line: None).run()
 
     w0, g1 = (Path(c) for c in state.checkpoints)
     assert w0.name == "w0" and (g1 / "config.json").is_file()
-    assert g1.parent.parent == config.run_dir / "checkpoints" / "w1"  # TRL GRPO's published checkpoint
+    assert g1.parent.parent.name in ("w1-t0", "w1-t1")  # TRL GRPO's checkpoint of the better training run
+    import optuna
+
+    runs = optuna.load_study(study_name="tiny.w1", storage=f"sqlite:///{config.run_dir / 'optuna.db'}").trials
+    assert [t.state.name for t in runs] == ["COMPLETE", "COMPLETE"]
+    assert runs[0].params["train.learning_rate"] == 1e-4  # the config's own options come first
     assert [h["phase"] for h in state.history] == ["start", "h1", "w1"]
     assert state.test["weights-only"]["checkpoint"] == str(g1)
     client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id], max_results=200)
     by_name = {r.info.run_name: r for r in runs}
-    assert any(k.startswith("grpo/") for k in by_name["w1"].data.metrics)  # GRPO metrics under the phase
+    training = by_name["w1 train #0"]  # one GRPO run per train.* trial, nested under the phase
+    assert training.data.tags["mlflow.parentRunId"] == by_name["w1"].info.run_id
+    assert any(k.startswith("grpo/") for k in training.data.metrics)
+    assert training.data.params["grpo.learning_rate"] == "0.0001"
     assert any(name.startswith("w1 rescore") for name in by_name)
     assert by_name["w1"].data.tags["mlflow.parentRunId"] == state.parent_run
 

@@ -84,11 +84,11 @@ def store_of(folder: Path) -> tuple[str, str | None]:
     """The tracking URI of a run folder (its config's, or the default sqlite file) and its artifact root."""
     import yaml
 
-    from coevo.search.tracking import default_uri
+    from coevo.search.tracking import default_uri, is_local
 
     config = yaml.safe_load((folder / "config.yaml").read_text())
     uri = config.get("tracking_uri") or default_uri(folder)
-    return uri, (folder / "mlartifacts").resolve().as_uri() if not config.get("tracking_uri") else None
+    return uri, (folder / "mlartifacts").resolve().as_uri() if is_local(uri) else None
 
 
 def compare(

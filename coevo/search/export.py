@@ -152,8 +152,8 @@ def register_bundle(config, run_folder: Path, state, bundle: Path, name: str) ->
     from coevo.search.cli import store_of
     from coevo.search.tracking import Tracker
 
-    uri, _ = store_of(run_folder)
-    tracker = Tracker(uri, config.name, run_folder / "mlartifacts")
+    uri, artifacts = store_of(run_folder)
+    tracker = Tracker(uri, config.name, run_folder / "mlartifacts" if artifacts else None)
     client = tracker.client
     tracker.folder(state.parent_run, bundle, "bundle")
     if not _exists(client, name):

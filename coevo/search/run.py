@@ -22,7 +22,7 @@ from coevo.search.errors import SearchError
 from coevo.search.schedule import parse_schedule
 from coevo.search.scoring import Pruned, batches, score, stratified
 from coevo.search.state import Pair, RunState, Step, load_state, save_state
-from coevo.search.tracking import Tracker, default_uri, flatten
+from coevo.search.tracking import Tracker, default_uri, flatten, is_local
 
 PolicyFactory = Callable[[Any, str, list], Any]
 """(harness, checkpoint folder, tasks) -> Policy."""
@@ -61,8 +61,9 @@ class Search:
         self._policy_cache: tuple[str, Any] | None = None
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.state = load_state(self.state_path)
-        self.tracker = Tracker(config.tracking_uri or default_uri(self.run_dir), config.name,
-                               self.run_dir / "mlartifacts")
+        uri = config.tracking_uri or default_uri(self.run_dir)
+        # A local store keeps its artifacts in the run folder; a tracking server chooses its own location.
+        self.tracker = Tracker(uri, config.name, self.run_dir / "mlartifacts" if is_local(uri) else None)
         self._storage = None
         self.current_phase_run: str | None = None
 

@@ -35,6 +35,11 @@ def default_uri(run_dir: Path) -> str:
     return f"sqlite:///{Path(run_dir).resolve() / 'mlflow.db'}"
 
 
+def is_local(uri: str) -> bool:
+    """A store on this machine (sqlite, files): its artifacts go to the run folder."""
+    return uri.startswith(("sqlite:", "file:", "/"))
+
+
 def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
     """{"limits": {"max_turns": 8}} -> {"limits.max_turns": 8}."""
     out: dict[str, Any] = {}
@@ -47,16 +52,18 @@ def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
 
 
 class Tracker:
-    def __init__(self, uri: str, experiment: str, artifact_root: Path):
+    def __init__(self, uri: str, experiment: str, artifact_root: Path | None):
         from mlflow import MlflowClient
 
         self.uri = uri
         self.client = MlflowClient(uri)
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
-            Path(artifact_root).mkdir(parents=True, exist_ok=True)
-            self.experiment_id = self.client.create_experiment(
-                experiment, artifact_location=Path(artifact_root).resolve().as_uri())
+            location = None
+            if artifact_root is not None:
+                Path(artifact_root).mkdir(parents=True, exist_ok=True)
+                location = Path(artifact_root).resolve().as_uri()
+            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
         else:
             self.experiment_id = found.experiment_id
 

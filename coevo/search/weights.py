@@ -134,5 +134,7 @@ def rescore(s, name: str, run_id: str, train_values: dict) -> list:
             pair, _ = s.evaluate(f"{name} rescore {origin}", run_id, old.overrides, s.checkpoint, s.generation,
                                  f"{origin} on g{s.generation}", train=train_values, tags={"rescore": "1"})
             step = s.done_step(f"rescore {i}", pair=pair.model_dump())
+            s.log(f"{name}: re-scored {origin} on g{s.generation}: dev pass@1 {pair.pass_at_1:.3f} "
+                  f"[{pair.ci_low:.3f}, {pair.ci_high:.3f}]")
         out.append(Pair.model_validate(step.data["pair"]))
     return out
