@@ -86,6 +86,9 @@ class SearchConfig(BaseModel):
     """GRPOSpec options for every w-phase (train.* keys of the space override them per trial)."""
     overrides: dict[str, Any] = {}
     """Fixed dotted-path overrides applied to the base harness before anything runs."""
+    objective: Literal["pass_at_1", "mean_reward"] = "pass_at_1"
+    """What trials maximise and the incumbent test compares per task: pass@1, or the verifiers' partial
+    credit (mean of reward.json checks; a signal where a weak model passes nothing yet)."""
     sampler: Literal["tpe", "random"] = "tpe"
     """Optuna sampler of h-phases: multivariate TPE, or random search (for comparison)."""
     pruning: bool = True

@@ -91,7 +91,8 @@ def bundle_report(config, state, row: str, record: dict, run_folder: Path) -> di
         "test": {k: record.get(k) for k in keep},
         "table": {r: {k: state.test[r].get(k) for k in keep} for r in ROWS if r in state.test},
         "per_task": record["per_task"],
-        "dev": {"pass_at_1": incumbent.pass_at_1, "ci_low": incumbent.ci_low, "ci_high": incumbent.ci_high}
+        "dev": {"objective": config.objective, "score": incumbent.score, "pass_at_1": incumbent.pass_at_1,
+                "ci_low": incumbent.ci_low, "ci_high": incumbent.ci_high}
         if row == "co-evolved" else None,
         "lineage": {
             "run": config.name, "run_folder": str(run_folder.resolve()), "mlflow_parent_run": state.parent_run,

@@ -1,5 +1,5 @@
 """The held-out table that ends every search: four pairs scored on the test split, each with its 95%
-interval, and each one's paired gain over the baseline.
+interval, and each one's paired gain over the baseline (in the search's objective).
 
     baseline       base harness x generation-0 checkpoint (the warm start, or the given model)
     harness-only   the harness accepted for the generation-0 checkpoint x that checkpoint
@@ -50,7 +50,7 @@ def test_table(s) -> dict[str, dict[str, Any]]:
                                                                                    seed=s.config.seed)
         s.tracker.metrics(s.state.parent_run, {f"test/{row}/{k}": record[k] for k in (
             "pass_at_1", "ci_low", "ci_high", "mean_reward", "gain", "gain_low", "gain_high")})
-    text = markdown(s.state.test, len(s.test))
+    text = markdown(s.state.test, len(s.test), s.config.objective)
     s.tracker.text(s.state.parent_run, text, "test_table.md")
     s.tracker.text(s.state.parent_run, _json(s.state.test), "test_table.json")
     plots.log_capability(s.tracker, s.state.parent_run, s.state.history, s.state.test)
@@ -61,11 +61,12 @@ def test_table(s) -> dict[str, dict[str, Any]]:
     return s.state.test
 
 
-def markdown(test: dict[str, dict], n_tasks: int) -> str:
-    title = (f"Held-out test split ({n_tasks} tasks): pass@1 with 95% bootstrap interval; gain over the "
-             "baseline with its paired-bootstrap interval.")
+def markdown(test: dict[str, dict], n_tasks: int, objective: str = "pass_at_1") -> str:
+    name = "pass@1" if objective == "pass_at_1" else "reward"
+    title = (f"Held-out test split ({n_tasks} tasks): pass@1 with its 95% bootstrap interval; gain over the "
+             f"baseline in the search objective ({name}) with its paired-bootstrap interval.")
     lines = [title, "",
-             "| pair | harness | checkpoint | pass@1 [95% CI] | gain vs baseline [95% CI] | reward | turns |",
+             f"| pair | harness | checkpoint | pass@1 [95% CI] | {name} gain vs baseline [95% CI] | reward | turns |",
              "|---|---|---|---|---|---|---|"]
     for row in ROWS:
         r = test.get(row)

@@ -25,7 +25,7 @@ def ensure_start(s) -> None:
         s.state.baseline = s.state.incumbent = pair
         s.state.history.append(_point(s, "start", "baseline", True, 0.0, 0.0, 0.0))
         s.save()
-        s.log(f"baseline dev pass@1 {_ci(pair)}")
+        s.log(f"baseline dev {_ci(pair)}")
 
 
 def start_model(s) -> Path:
@@ -96,7 +96,7 @@ def harness_phase(s, name: str, run_id: str) -> None:
     if s.generation == 0 and s.state.harness_only is None:
         s.state.harness_only = s.state.incumbent
     trials = study.get_trials(deepcopy=False)
-    s.tracker.metrics(run_id, {"trials": len(trials), "best_pass_at_1": top[0].pass_at_1 if top else 0.0,
+    s.tracker.metrics(run_id, {"trials": len(trials), "best_objective": top[0].score if top else 0.0,
                                "pruned": sum(t.state.name == "PRUNED" for t in trials),
                                "accepted": float(accepted)})
     plots.log_study(s.tracker, run_id, study)
@@ -133,11 +133,12 @@ class HarnessObjective:
             trial.set_user_attr("error", cause[:2000])
             s.log(f"{label}: failed, scored 0: {cause[:300]}")
             return 0.0
-        for key, value in {"per_task": pair.per_task, "ci_low": pair.ci_low, "ci_high": pair.ci_high,
-                           "mlflow_run": pair.mlflow_run, "episodes": report.overall.episodes}.items():
+        for key, value in {"per_task": pair.per_task, "pass_at_1": pair.pass_at_1, "ci_low": pair.ci_low,
+                           "ci_high": pair.ci_high, "mlflow_run": pair.mlflow_run,
+                           "episodes": report.overall.episodes}.items():
             trial.set_user_attr(key, value)
-        s.log(f"{label}: dev pass@1 {_ci(pair)}")
-        return pair.pass_at_1
+        s.log(f"{label}: dev {_ci(pair)}")
+        return pair.score
 
 
 def seed_pool(s, study) -> int:
@@ -153,8 +154,9 @@ def seed_pool(s, study) -> int:
         params = {k: v for k, v in pair.overrides.items() if k in dists}
         try:
             study.add_trial(optuna.trial.create_trial(
-                params=params, distributions=dists, value=pair.pass_at_1,
-                user_attrs={"per_task": pair.per_task, "ci_low": pair.ci_low, "ci_high": pair.ci_high,
+                params=params, distributions=dists, value=pair.score,
+                user_attrs={"per_task": pair.per_task, "pass_at_1": pair.pass_at_1, "ci_low": pair.ci_low,
+                            "ci_high": pair.ci_high,
                             "mlflow_run": pair.mlflow_run, "source": pair.source, "episodes": 0}))
             added += 1
         except ValueError as e:  # a value outside this space's ranges: just not seeded
@@ -165,7 +167,8 @@ def seed_pool(s, study) -> int:
 def pair_of(trial, s, phase: str) -> Pair:
     attrs = trial.user_attrs
     return Pair(overrides=s.space.resolve(trial.params), checkpoint=s.checkpoint, generation=s.generation,
-                source=attrs.get("source", f"{phase} #{trial.number}"), pass_at_1=trial.value,
+                source=attrs.get("source", f"{phase} #{trial.number}"), score=trial.value,
+                pass_at_1=attrs.get("pass_at_1", 0.0),
                 ci_low=attrs.get("ci_low", 0.0), ci_high=attrs.get("ci_high", 0.0), per_task=attrs.get("per_task", {}),
                 mlflow_run=attrs.get("mlflow_run"), trial=trial.number)
 
@@ -190,11 +193,12 @@ def _point(s, phase: str, challenger: str, accepted: bool, gain: float, low: flo
     inc = s.state.incumbent
     return {"phase": phase, "generation": s.generation, "challenger": challenger, "accepted": accepted,
             "gain": gain, "gain_low": low, "gain_high": high, "incumbent": inc.source,
-            "pass_at_1": inc.pass_at_1, "ci_low": inc.ci_low, "ci_high": inc.ci_high}
+            "score": inc.score, "pass_at_1": inc.pass_at_1, "ci_low": inc.ci_low, "ci_high": inc.ci_high}
 
 
 def _ci(pair: Pair) -> str:
-    return f"{pair.pass_at_1:.3f} [{pair.ci_low:.3f}, {pair.ci_high:.3f}]"
+    text = f"pass@1 {pair.pass_at_1:.3f} [{pair.ci_low:.3f}, {pair.ci_high:.3f}]"
+    return text if pair.score == pair.pass_at_1 else f"{text}, objective {pair.score:.3f}"
 
 
 from coevo.search.weights import weights_phase  # kept in its own file; re-exported here

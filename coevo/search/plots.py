@@ -48,7 +48,11 @@ def log_capability(tracker, run_id: str, history: list[dict], test: dict[str, di
     xs = list(range(len(history)))
     ys = [h["pass_at_1"] for h in history]
     err = [[y - h["ci_low"] for y, h in zip(ys, history)], [h["ci_high"] - y for y, h in zip(ys, history)]]
-    left.errorbar(xs, ys, yerr=err, marker="o", capsize=4)
+    left.errorbar(xs, ys, yerr=err, marker="o", capsize=4, label="pass@1 (95% CI)")
+    scores = [h.get("score", h["pass_at_1"]) for h in history]
+    if scores != ys:
+        left.plot(xs, scores, marker="s", linestyle="--", label="objective (partial credit)")
+    left.legend(loc="upper left")
     left.set_xticks(xs, [f"{h['phase']}\ng{h['generation']}" + ("*" if h["accepted"] else "") for h in history])
     left.set_ylabel("dev pass@1 of the incumbent")
     left.set_title("capability per generation (* = new pair accepted)")

@@ -20,7 +20,7 @@ from typing import Any
 from coevo.search.config import SearchConfig, dump_config, make_plan
 from coevo.search.errors import SearchError
 from coevo.search.schedule import parse_schedule
-from coevo.search.scoring import Pruned, batches, score, stratified
+from coevo.search.scoring import Pruned, batches, objective_of, score, stratified
 from coevo.search.state import Pair, RunState, Step, load_state, save_state
 from coevo.search.tracking import Tracker, default_uri, flatten, is_local
 
@@ -215,8 +215,8 @@ class Search:
             task_batches = task_batches or self.dev_batches
             policy = self.policy(harness, checkpoint, [t for b in task_batches for t in b])
             report = score(task_batches, harness, policy, self.plan.samples, self.config.seed, self.config.sandbox,
-                           trial=trial, on_batch=lambda i, v, n: self.tracker.metrics(
-                               run_id, {"partial_pass_at_1": v, "episodes_so_far": n}, step=i))
+                           trial=trial, objective=self.config.objective, on_batch=lambda i, v, n: self.tracker.metrics(
+                               run_id, {f"partial_{self.config.objective}": v, "episodes_so_far": n}, step=i))
         except Pruned as p:
             self.tracker.tags(run_id, {"state": "PRUNED", "pruned_after_batch": p.step + 1})
             self.tracker.summary(run_id, p.partial)
@@ -234,9 +234,11 @@ class Search:
         self.tracker.tags(run_id, {"state": "COMPLETE"})
         self.tracker.end(run_id)
         s = report.overall
+        value, per_task = objective_of(report, self.config.objective)
+        self.tracker.metrics(run_id, {"objective": value})
         pair = Pair(overrides=overrides, train=train or {}, checkpoint=checkpoint, generation=generation,
-                    source=source, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
-                    per_task=report.per_task, mlflow_run=run_id)
+                    source=source, score=value, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
+                    per_task=per_task, mlflow_run=run_id)
         return pair, report
 
 

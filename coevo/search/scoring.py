@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from coevo.evaluate import EvalReport, report
+from coevo.evaluate import partial as partial_credit
+from coevo.evaluate.stats import per_task_means
 
 
 def stratified(tasks: Sequence, n: int, seed: int) -> list:
@@ -45,6 +47,14 @@ def batches(tasks: Sequence, n_batches: int, seed: int) -> list[list]:
     return out
 
 
+def objective_of(result: EvalReport, objective: str) -> tuple[float, dict[str, float]]:
+    """(value, per-task values) of an evaluation under the search's objective."""
+    if objective == "pass_at_1":
+        return result.overall.pass_at_1, result.per_task
+    per_task = per_task_means([(t.task, partial_credit(t)) for t in result.trajectories])
+    return sum(per_task.values()) / max(1, len(per_task)), per_task
+
+
 class Pruned(Exception):
     """The trial was stopped after a batch; `partial` holds what was scored."""
 
@@ -54,8 +64,9 @@ class Pruned(Exception):
 
 
 def score(task_batches: list[list], harness, policy, samples: int, seed: int, sandbox: str = "local",
-          trial=None, on_batch: Callable[[int, float, int], None] | None = None) -> EvalReport:
-    """Roll out every batch; with an Optuna `trial`, report the running pass rate after each batch and
+          trial=None, on_batch: Callable[[int, float, int], None] | None = None,
+          objective: str = "pass_at_1") -> EvalReport:
+    """Roll out every batch; with an Optuna `trial`, report the running objective after each batch and
     raise `Pruned` when the pruner says so. Episodes per batch use seed + batch index."""
     from coevo.rollout import rollout
     from coevo.sandbox import make_sandbox
@@ -65,7 +76,7 @@ def score(task_batches: list[list], harness, policy, samples: int, seed: int, sa
         trajectories += rollout(batch, harness, policy, n_per_task=samples, seed=seed + i,
                                 make_sandbox=partial(make_sandbox, backend=sandbox))
         partial_report = report(trajectories, seed)
-        value = partial_report.overall.pass_at_1
+        value, _ = objective_of(partial_report, objective)
         if on_batch is not None:
             on_batch(i, value, len(trajectories))
         if trial is not None and i < len(task_batches) - 1:

@@ -23,11 +23,14 @@ class Pair(BaseModel):
     """How many w-phases produced the checkpoint (0: the warm start or the given model)."""
     source: str
     """Where the pair comes from: 'baseline', 'h1 #4', 'rescore w1', ..."""
+    score: float = 0.0
+    """The search's objective (pass@1 or mean partial credit) on the split: what trials maximise."""
     pass_at_1: float = 0.0
     ci_low: float = 0.0
     ci_high: float = 0.0
+    """95% bootstrap interval of pass@1."""
     per_task: dict[str, float] = {}
-    """pass@1 per task: what the paired bootstrap resamples."""
+    """The objective per task: what the paired bootstrap resamples."""
     mlflow_run: str | None = None
     trial: int | None = None
     study: str | None = None

@@ -25,10 +25,10 @@ def weights_phase(s, name: str, run_id: str) -> None:
         trained = s.done_step("trained", checkpoint=str(ckpt), train=train_values)
         s.tracker.tags(run_id, {"checkpoint": str(ckpt)})
     rescored = rescore(s, name, run_id, trained.data["train"])
-    best = max(rescored, key=lambda p: p.pass_at_1)
+    best = max(rescored, key=lambda p: p.score)
     accepted = challenge(s, best, name)
-    s.state.pool = sorted(rescored, key=lambda p: -p.pass_at_1)[: s.plan.top_k]
-    s.tracker.metrics(run_id, {"rescored": len(rescored), "best_pass_at_1": best.pass_at_1,
+    s.state.pool = sorted(rescored, key=lambda p: -p.score)[: s.plan.top_k]
+    s.tracker.metrics(run_id, {"rescored": len(rescored), "best_objective": best.score,
                                "accepted": float(accepted)})
     s.save()
 
@@ -106,7 +106,7 @@ class TrainObjective:
             s.log(f"{label}: failed, scored 0: {cause[:300]}")
             return 0.0
         trial.set_user_attr("checkpoint", ckpt)
-        return pair.pass_at_1
+        return pair.score
 
 
 def _get(spec, path: str):
@@ -135,6 +135,6 @@ def rescore(s, name: str, run_id: str, train_values: dict) -> list:
                                  f"{origin} on g{s.generation}", train=train_values, tags={"rescore": "1"})
             step = s.done_step(f"rescore {i}", pair=pair.model_dump())
             s.log(f"{name}: re-scored {origin} on g{s.generation}: dev pass@1 {pair.pass_at_1:.3f} "
-                  f"[{pair.ci_low:.3f}, {pair.ci_high:.3f}]")
+                  f"[{pair.ci_low:.3f}, {pair.ci_high:.3f}], objective {pair.score:.3f}")
         out.append(Pair.model_validate(step.data["pair"]))
     return out

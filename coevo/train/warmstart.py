@@ -17,13 +17,17 @@ from pathlib import Path
 from coevo.train.sft import SFTSettings, train_sft
 
 
-def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0) -> list:
-    """One oracle episode per task, tokenized with `tokenizer` (so context limits apply as for the model)."""
+def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0, chunk: int = 32) -> list:
+    """One oracle episode per task, tokenized with `tokenizer` (so context limits apply as for the model).
+
+    Run `chunk` tasks at a time: the engine keeps a sandbox open for every episode of a call, and the
+    sandboxes share one process limit (RLIMIT_NPROC of their uid)."""
     from coevo.policy.scripted import OraclePolicy
     from coevo.rollout import rollout
 
     policy = OraclePolicy(harness, tasks, tokenizer=tokenizer)
-    return rollout(tasks, harness, policy, n_per_task=1, seed=seed)
+    return [t for i in range(0, len(tasks), chunk)
+            for t in rollout(tasks[i: i + chunk], harness, policy, n_per_task=1, seed=seed)]
 
 
 def extra_tasks(tasks_dir: Path, out: Path, per_family: int, seed: int) -> list:
