@@ -7,9 +7,16 @@
     cli.py         `coevo show FILE`: an episode turn by turn
 """
 
-from coevo.rollout.engine import rollout
-from coevo.rollout.episode import Episode, EpisodeEnd
-from coevo.rollout.trajectory import Status, Step, Trajectory, load_trajectories, save_trajectories
+from importlib import import_module
 
-__all__ = ["Episode", "EpisodeEnd", "Status", "Step", "Trajectory", "load_trajectories", "rollout",
-           "save_trajectories"]
+# Loaded on first use, so that `coevo --help` (which mounts rollout/cli.py) does not import the engine.
+_HOMES = {"rollout": "engine", "Episode": "episode", "EpisodeEnd": "episode", "Status": "trajectory",
+          "Step": "trajectory", "Trajectory": "trajectory", "load_trajectories": "trajectory",
+          "save_trajectories": "trajectory"}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'coevo.rollout' has no attribute {name!r}")
+    return getattr(import_module(f"coevo.rollout.{_HOMES[name]}"), name)

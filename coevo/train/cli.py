@@ -46,6 +46,8 @@ def warmstart(
     epochs: Annotated[float, typer.Option(help="Passes over the conversations.")] = SFTSettings.epochs,
     lr: Annotated[float, typer.Option(help="Peak learning rate.")] = SFTSettings.lr,
     batch_size: Annotated[int, typer.Option(help="Conversations per optimizer step.")] = SFTSettings.batch_size,
+    threads: Annotated[int, typer.Option(help="CPU threads for training; 0: all cores (1 is faster on a "
+                                         "machine other jobs keep busy).")] = 0,
     seed: Annotated[int, typer.Option(help="Seed of the data order, the oracle rollout and augmentation.")] = 0,
     augment: Annotated[int, typer.Option(help="Extra generated instances per family to train on (bundled "
                                          "suite only; never dev/test instructions or held-out families).")] = 0,
@@ -54,7 +56,7 @@ def warmstart(
     from coevo.errors import CoevoError
     from coevo.train.warmstart import run_warmstart
 
-    settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed)
+    settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, threads=threads or None)
     try:
         report = run_warmstart(model, harness, tasks, split, out, settings, augment=augment)
     except (CoevoError, ValueError) as e:

@@ -27,6 +27,9 @@ class SFTSettings:
     weight_decay: float = 0.0
     max_length: int | None = None
     """Token budget per conversation; None = the longest conversation. Longer ones are an error."""
+    threads: int | None = None
+    """CPU threads for torch; None keeps torch's default (all cores). On a machine shared with other
+    busy processes 1 is faster: OpenMP threads that wait for a busy core spin and steal time."""
 
 
 def token_count(tokenizer, messages: list[dict]) -> int:
@@ -57,6 +60,8 @@ def train_sft(model_dir: Path, conversations: list[list[dict]], out: Path, setti
 
     if not conversations:
         raise ValueError(f"{source}: no conversations to train on")
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     longest = max(token_count(tokenizer, c) for c in conversations)
     max_length = settings.max_length or longest
