@@ -19,7 +19,7 @@ from coevo.sandbox import make_sandbox
 from coevo.tasks import load_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from conftest import write_task  # noqa: E402  (the same tiny task the tests use)
+from conftest import write_task
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:

@@ -119,7 +119,7 @@ class SandboxContract:
         sandbox.run("bomb() { bomb | bomb & }; bomb", timeout=3)
         ns = os.readlink(f"/proc/{sandbox._shell.child_pid}/ns/pid")
         probe = sandbox.run("ulimit -u > /tmp/nproc; read n < /tmp/nproc; echo NPROC=$n")  # builtins: no fork
-        nproc = int(re.findall(r"^NPROC=(\d+)$", probe.output, re.M)[-1])
+        nproc = int(re.findall(r"^NPROC=(\d+)$", probe.output, re.MULTILINE)[-1])
         assert len(pid_namespace_members(ns)) <= nproc + 2  # the limit holds; the host can still fork
         assert "alive" in sandbox.run("echo alive", timeout=10).output
         sandbox.close()

@@ -7,10 +7,10 @@ The reference solution runs like Harbor's oracle agent: from /app, with solution
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from coevo.errors import CoevoError
 from coevo.sandbox import Mount, make_sandbox

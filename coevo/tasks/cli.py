@@ -69,8 +69,8 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON, for scripts.")] = False,
 ) -> None:
     """Check that each task's reference solution scores 1 and doing nothing scores 0."""
-    from coevo.errors import CoevoError
     from coevo.console import progress
+    from coevo.errors import CoevoError
     from coevo.tasks.check import check_folders, print_check_table, task_folders
 
     try:
