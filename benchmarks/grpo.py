@@ -37,10 +37,12 @@ def dev_pass(model: Path, harness, tasks: list, samples: int, seed: int):
 
 def build_model(out: Path, tasks_dir: Path, harness_path: Path, epochs: float | None) -> Path:
     from coevo.train.model import build_tiny_model
+    from coevo.train.sft import SFTSettings
     from coevo.train.warmstart import run_warmstart
 
-    base = build_tiny_model(out / "init", tasks_dir, seed=0, prompts_dir=REPO / "prompts")
-    print(run_warmstart(base, harness_path, tasks_dir, "train", out / "warm", epochs=epochs))
+    base = build_tiny_model(out / "init", tasks_dir, seed=0)
+    settings = SFTSettings() if epochs is None else SFTSettings(epochs=epochs)
+    print(run_warmstart(base, harness_path, tasks_dir, "train", out / "warm", settings))
     return out / "warm"
 
 

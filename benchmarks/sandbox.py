@@ -50,7 +50,7 @@ def main() -> None:
     in_sandbox = timed(lambda: sandbox.run("true"), args.commands)
     echo = timed(lambda: sandbox.run("echo hello"), args.commands)
     sandbox.close()
-    plain = timed(lambda: subprocess.run(["/bin/true"]), args.commands)
+    plain = timed(lambda: subprocess.run(["/bin/true"], check=True), args.commands)
 
     def start_close():
         box = make_sandbox(task)

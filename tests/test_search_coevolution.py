@@ -31,7 +31,7 @@ def test_tiny_model_coevolution_trains_rescores_and_exports(tmp_path):
         "space": str(tmp_path / "space.yaml"), "runs_dir": str(tmp_path / "runs"), "schedule": "w0 -> h -> w",
         "overrides": {"limits.max_turns": 2, "limits.max_tokens_per_turn": 48},
         "train": {"tasks_per_step": 2, "group_size": 2},
-        "plan": {"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 2, "warmstart_epochs": 1,
+        "plan": {"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 2, "warmstart_epochs": 1, "warmstart_augment": 0,
                  "grpo_steps": 1, "top_k": 1, "train_trials": 2}}))
     config = load_config(tmp_path / "config.yaml")
     state = Search(config, log=lambda line: None).run()

@@ -36,7 +36,7 @@ def test_warmstart_changes_weights_and_writes_a_loadable_checkpoint(suite, tiny,
 
     out = tmp_path / "ws"
     settings = SFTSettings(epochs=1, lr=1e-3, batch_size=8)
-    report = run_warmstart(tiny, REPO / "harnesses" / "mini_bash.yaml", suite, "train", out, settings)
+    report = run_warmstart(tiny, REPO / "harnesses" / "mini_bash.yaml", suite, "train", out, settings, augment=0)
     assert "oracle: 19/19 train tasks passed" in report
     numbers = json.loads((out / "warmstart.json").read_text())
     assert numbers["oracle_passed"] == numbers["conversations"] == 19
@@ -85,6 +85,13 @@ def test_augmentation_never_draws_evaluation_tasks(suite, tmp_path):
     assert not {t.instruction for t in extra} & evaluation
     train = {t.instruction for t in load_taskset(suite).split("train")}
     assert {t.instruction for t in extra} - train  # fresh instances, not copies
+
+
+def test_augmentation_is_on_by_default_for_generated_suites_only(suite, make_task):
+    from coevo.train.warmstart import AUGMENT, default_augment
+
+    assert default_augment(suite) == AUGMENT > 0
+    assert default_augment(make_task("plain").parent) == 0
 
 
 def test_augmentation_needs_a_generated_suite(make_task, tmp_path):

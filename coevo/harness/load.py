@@ -5,25 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from coevo.harness.errors import HarnessError
 from coevo.harness.spec import Harness
+from coevo.yamlfile import read_yaml
 
 
 def load_harness(path: str | Path) -> Harness:
     """Load `harnesses/NAME.yaml`. Templates resolve against its `prompts_dir` (relative to the YAML
     file), by default the `prompts/` folder next to the YAML's folder. `name` defaults to the file stem."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise HarnessError(f"{path}: cannot read harness file ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise HarnessError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
+    data = read_yaml(path, "harness file", HarnessError)
     if not isinstance(data, dict):
         raise HarnessError(f"{path}: a harness file must be a YAML mapping of sections "
                            f"(valid: {', '.join(Harness.model_fields)}), got {type(data).__name__}")

@@ -13,7 +13,16 @@ from importlib import import_module
 _HOMES = {"rollout": "engine", "Episode": "episode", "EpisodeEnd": "episode", "Status": "trajectory",
           "Step": "trajectory", "Trajectory": "trajectory", "load_trajectories": "trajectory",
           "save_trajectories": "trajectory"}
-__all__ = sorted(_HOMES)
+__all__ = [
+    "Episode",
+    "EpisodeEnd",
+    "Status",
+    "Step",
+    "Trajectory",
+    "load_trajectories",
+    "rollout",
+    "save_trajectories",
+]
 
 
 def __getattr__(name: str):

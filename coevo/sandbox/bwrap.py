@@ -105,7 +105,7 @@ def require_bwrap() -> str:
     probe = subprocess.run(
         [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid",
          *([] if as_root() else ["--unshare-user"]), "--die-with-parent", "true"],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True, text=True, timeout=30, check=False,
     )
     if probe.returncode != 0:
         raise SandboxUnavailableError(

@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Self
 
 from coevo import ExecResult
 from coevo.errors import SandboxError
@@ -33,7 +34,7 @@ class LocalSandbox:
         env: dict[str, str] | None = None,
         mounts: list[Mount] | None = None,
         hidden: list[Path] | None = None,
-        limits: Limits = Limits(),
+        limits: Limits | None = None,
         output_cap: int = 16_384,
         timeout: float = 30.0,
         workdir: str = "/app",
@@ -44,7 +45,7 @@ class LocalSandbox:
         self.env = {**DEFAULT_ENV, **(env or {})}
         self.mounts = mounts or []
         self.hidden = hidden or []
-        self.limits, self.output_cap, self.timeout, self.workdir = limits, output_cap, timeout, workdir
+        self.limits, self.output_cap, self.timeout, self.workdir = limits or Limits(), output_cap, timeout, workdir
         self.uid = NOBODY if as_root() else os.getuid()
         self._shell: Shell | None = None
         for sub in ("app", "tmp", "state"):
@@ -85,7 +86,7 @@ class LocalSandbox:
             self._shell.kill()
             self._shell = None
 
-    def __enter__(self) -> LocalSandbox:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

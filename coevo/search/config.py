@@ -22,6 +22,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coevo.search.errors import SearchError
+from coevo.train.warmstart import default_augment
+from coevo.yamlfile import read_yaml
 
 
 class Plan(BaseModel):
@@ -37,6 +39,9 @@ class Plan(BaseModel):
     """GRPO optimizer steps per w-phase."""
     warmstart_epochs: float | None = Field(None, gt=0)
     """SFT passes over the oracle conversations in w0."""
+    warmstart_augment: int | None = Field(None, ge=0)
+    """Extra generated instances per family that w0 also trains on (a suite from `coevo tasks generate`
+    only; 0 for other task folders)."""
     dev_tasks: int | None = Field(None, ge=1)
     """Dev tasks each trial is scored on (a fixed, family-stratified subset; all when larger)."""
     test_tasks: int | None = Field(None, ge=1)
@@ -106,12 +111,7 @@ class SearchConfig(BaseModel):
 def load_config(path: str | Path, **overrides: Any) -> SearchConfig:
     """Read a config file; relative paths resolve against the repository-like root it sits in."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise SearchError(f"{path}: cannot read search config ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        raise SearchError(f"{path}: invalid YAML: {e}") from None
+    data = read_yaml(path, "search config", SearchError)
     if not isinstance(data, dict):
         raise SearchError(f"{path}: a search config is a YAML mapping (valid keys: "
                           f"{', '.join(SearchConfig.model_fields)})")
@@ -152,20 +152,22 @@ def resolve_paths(config: SearchConfig, root: Path) -> SearchConfig:
 
 def make_plan(config: SearchConfig, n_train: int, n_dev: int, n_test: int, n_train_params: int) -> Plan:
     """Everything the budget sets; cost grows about linearly with it. Budget 1 on the bundled suite
-    (171 / 57 / 58 tasks): w0 = 48 oracle conversations x 16 epochs, 6 trials per h-phase on 16 dev
-    tasks in 4 batches, 6 GRPO steps per w-phase, top-2 re-scored, the whole test split at the end."""
+    (171 / 57 / 58 tasks): w0 = 48 train tasks + 40 generated instances per family x 4 epochs, 6 trials
+    per h-phase on 16 dev tasks in 4 batches, 6 GRPO steps per w-phase, the incumbent and the best other
+    harness re-scored after it, the whole test split at the end."""
     b = config.budget
     derived = Plan(
         trials=max(3, round(6 * b)),
         train_trials=max(1, round(2 * b)) if n_train_params else 1,
         grpo_steps=max(2, round(6 * b)),
-        warmstart_epochs=max(2.0, round(16 * b, 1)),
+        warmstart_epochs=max(1.0, round(4 * b, 1)),
+        warmstart_augment=round(default_augment(config.tasks) * b),
         dev_tasks=min(n_dev, max(8, round(16 * b))),
         test_tasks=n_test,  # all of them: `coevo eval --bundle ... --split test` then sees the same tasks
         train_tasks=min(n_train, max(16, round(48 * b))),
         batches=4 if config.pruning else 1,
         samples=1,
-        top_k=max(2, min(4, round(2 * b))),
+        top_k=max(1, min(4, round(2 * b) - 1)),
     )
     explicit = config.plan.model_dump(exclude_none=True)
     return derived.model_copy(update=explicit)

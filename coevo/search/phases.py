@@ -42,33 +42,29 @@ def start_model(s) -> Path:
 
 
 def warm_start(s, name: str, run_id: str) -> None:
-    """SFT on the oracle's passing episodes (train split) rendered through the base harness."""
+    """SFT on the oracle's passing episodes (train split, plus generated extra instances when the plan
+    says so) rendered through the base harness: `coevo warmstart` inside the search."""
     import shutil
-    import time
 
-    from transformers import AutoTokenizer
-
-    from coevo.train.sft import SFTSettings, train_sft
-    from coevo.train.warmstart import oracle_trajectories, passed
+    from coevo.train.sft import SFTSettings
+    from coevo.train.warmstart import warm_start as sft_warm_start
 
     out = s.run_dir / "checkpoints" / "w0"
     if not (out / "config.json").is_file():
         model = start_model(s)
-        t0 = time.perf_counter()
-        trajectories = oracle_trajectories(s.base, s.train_tasks, AutoTokenizer.from_pretrained(model), s.config.seed)
-        good = passed(trajectories)
-        if not good:
-            raise RuntimeError(f"w0: none of the {len(trajectories)} oracle episodes passed under {s.config.harness}")
         settings = SFTSettings(seed=s.config.seed, epochs=s.plan.warmstart_epochs)
         staging = out.with_name("w0.staging")
         shutil.rmtree(staging, ignore_errors=True)
-        s.log(f"w0: SFT on {len(good)}/{len(trajectories)} passing oracle episodes, {settings.epochs:g} epochs")
-        train_sft(model, [t.messages for t in good], staging, settings, source=f"w0 ({s.config.harness})")
+        s.log(f"w0: SFT on the oracle's episodes ({len(s.train_tasks)} train tasks + "
+              f"{s.plan.warmstart_augment} extra instances per family), {settings.epochs:g} epochs")
+        numbers = sft_warm_start(model, s.base, s.train_tasks, staging, settings, s.plan.warmstart_augment,
+                                 s.config.tasks, source=f"w0 ({s.config.harness})")
         for junk in staging.glob("checkpoint-*"):
             shutil.rmtree(junk, ignore_errors=True)
         staging.rename(out)  # a killed SFT leaves only the staging folder, redone on resume
-        s.tracker.metrics(run_id, {"oracle_passed": len(good), "oracle_episodes": len(trajectories),
-                                   "sft_epochs": settings.epochs, "w0_seconds": time.perf_counter() - t0})
+        s.tracker.metrics(run_id, {"oracle_passed": numbers["oracle_passed"], "oracle_episodes": numbers["tasks"],
+                                   "sft_conversations": numbers["conversations"], "sft_epochs": settings.epochs,
+                                   "w0_seconds": numbers["oracle_s"] + numbers["sft_s"]})
         s.tracker.params(run_id, {"base_model": str(model), "harness": str(s.config.harness)})
     s.state.checkpoints = [str(out)]
     s.tracker.tags(run_id, {"checkpoint": str(out)})
@@ -109,6 +105,8 @@ class HarnessObjective:
 
     def __init__(self, s, name: str, run_id: str, study_name: str):
         self.s, self.name, self.run_id, self.study_name = s, name, run_id, study_name
+        self.calls = 0
+        """Trials this process ran (a `--join` worker reports it)."""
 
     def __call__(self, trial) -> float:
         import optuna
@@ -117,6 +115,7 @@ class HarnessObjective:
         from coevo.search.study import retried_from
 
         s = self.s
+        self.calls += 1
         values = s.space.suggest(trial, s.space.harness_params)
         retry = retried_from(trial)
         tags = {"trial": trial.number, "study": self.study_name, **({"retry_of": retry} if retry is not None else {})}

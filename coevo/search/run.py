@@ -116,11 +116,10 @@ class Search:
         study_name = f"{self.config.name}.{name}"
         sampler = make_sampler(self.config.sampler, self.config.seed + os.getpid(), self.plan.trials)
         study = open_study(self.storage, study_name, sampler, make_pruner(self.config.pruning, len(self.dev_batches)))
-        before = len(study.trials)
+        objective = HarnessObjective(self, name, self.state.phase_runs[name], study_name)
         target = self.plan.trials + self.state.step("seeded").data["trials"]
-        optimize_until(study, target, HarnessObjective(self, name, self.state.phase_runs[name], study_name),
-                       self.config.grace_period, wait_for_stale=False)
-        return len(study.trials) - before
+        optimize_until(study, target, objective, self.config.grace_period, wait_for_stale=False)
+        return objective.calls
 
     def _open_parent(self) -> None:
         (self.run_dir / "config.yaml").write_text(dump_config(self.config))

@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from coevo.search.errors import SearchError
+from coevo.yamlfile import read_yaml
 
 TYPES = ("float", "int", "categorical")
 ENTRY_KEYS = {"type", "low", "high", "log", "step", "choices", "when", "otherwise"}
@@ -133,15 +132,7 @@ def load_space(path: str | Path, base=None) -> SearchSpace:
     """Read and validate a space file. `base` (a Harness) is what values are checked against; by default
     a Harness with every default."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise SearchError(f"{path}: cannot read search space ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise SearchError(f"{path}{f':{mark.line + 1}' if mark else ''}: invalid YAML: "
-                          f"{getattr(e, 'problem', None) or e}") from None
-    return parse_space(data, str(path), base)
+    return parse_space(read_yaml(path, "search space", SearchError), str(path), base)
 
 
 def parse_space(data: Any, source: str, base=None) -> SearchSpace:

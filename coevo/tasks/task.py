@@ -110,7 +110,7 @@ def load_task(path: Path, family: str = "", split: str = "") -> Task:
     config = _load_config(path / "task.toml", path.name)
     task = Task(path=path, config=config, family=family or str(config.metadata.get("category", "")),
                 split=split)
-    task.env  # parse the Dockerfile now, so a malformed one fails at load time
+    _ = task.env  # parse the Dockerfile now, so a malformed one fails at load time
     return task
 
 

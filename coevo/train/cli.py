@@ -49,8 +49,10 @@ def warmstart(
     threads: Annotated[int, typer.Option(help="CPU threads for training; 0: all cores (1 is faster on a "
                                          "machine other jobs keep busy).")] = 0,
     seed: Annotated[int, typer.Option(help="Seed of the data order, the oracle rollout and augmentation.")] = 0,
-    augment: Annotated[int, typer.Option(help="Extra generated instances per family to train on (bundled "
-                                         "suite only; never dev/test instructions or held-out families).")] = 0,
+    augment: Annotated[int | None, typer.Option(help="Extra generated instances per family to train on (a suite "
+                                                "from `coevo tasks generate` only; never dev/test instructions "
+                                                "or held-out families). Default: 40 for such a suite, else 0.")
+                       ] = None,
 ) -> None:
     """Supervised warm start: oracle episodes through the harness, then TRL SFT on the assistant turns."""
     from coevo.errors import CoevoError
@@ -95,9 +97,10 @@ def train(
     from coevo.harness import load_harness
     from coevo.tasks import load_taskset
     from coevo.train.grpo_spec import GRPOSpec, spec_from_dict
+    from coevo.yamlfile import read_yaml
 
     try:
-        data = yaml.safe_load(config.read_text()) if config else {}
+        data = read_yaml(config, "GRPO spec", CoevoError) if config else {}
         if not isinstance(data, dict):
             fail(f"--config {config}: expected a YAML mapping of GRPO spec fields")
         spec = spec_from_dict(data, source=str(config or "GRPO spec"))

@@ -1,6 +1,6 @@
 """The default model, built here because no hub can be reached: a byte-level BPE tokenizer trained on
-the bundled tasks and harness prompts, and a randomly initialised small Qwen2 (hidden 256, 4 layers,
-4 heads / 2 KV heads, tied embeddings, ~3.7 M parameters). `coevo warmstart` then teaches it.
+the bundled tasks and harness prompts, and a randomly initialised small Qwen2 (hidden 128, 4 layers,
+4 heads / 2 KV heads, tied embeddings, ~1 M parameters). `coevo warmstart` then teaches it.
 
 Two traps (STACK.md) shape the tokenizer:
 - transformers' `Qwen2Tokenizer` rebuilds the normalizer and pre-tokenizer on load, so we train with
@@ -142,7 +142,7 @@ def wrap_tokenizer(raw):
     return tok
 
 
-def model_config(tokenizer, hidden: int = 256, layers: int = 4):
+def model_config(tokenizer, hidden: int = 128, layers: int = 4):
     from transformers import Qwen2Config
 
     vocab = -(-len(tokenizer) // 64) * 64  # round up: a tidy embedding, room for a few added tokens
@@ -180,7 +180,7 @@ def build_tiny_model(out: Path, tasks_dir: Path, seed: int = 0, prompts_dir: Pat
 
 
 def describe(folder: Path) -> str:
-    """'3.68M-parameter qwen2 (hidden 256, 4 layers, vocab 2048)', read from the files without torch."""
+    """'1.06M-parameter qwen2 (hidden 128, 4 layers, vocab 2112)', read from the files without torch."""
     import struct
 
     config = json.loads((Path(folder) / "config.json").read_text())

@@ -63,8 +63,8 @@ def train_sft(model_dir: Path, conversations: list[list[dict]], out: Path, setti
     if settings.threads:
         torch.set_num_threads(settings.threads)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    longest = max(token_count(tokenizer, c) for c in conversations)
-    max_length = settings.max_length or longest
+    max_length = settings.max_length or min(max(token_count(tokenizer, c) for c in conversations),
+                                            tokenizer.model_max_length)
     check_lengths(tokenizer, conversations, max_length, source)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     config = SFTConfig(

@@ -16,6 +16,17 @@ from pathlib import Path
 
 from coevo.train.sft import SFTSettings, train_sft
 
+AUGMENT = 40
+"""Extra instances per family that `coevo warmstart` trains on by default, when the task folder is a
+suite `coevo tasks generate` wrote. The skill to learn is copying the instruction's names and values into
+the right commands; the train split alone (9 instances per family) is too few examples of it."""
+
+
+def default_augment(tasks_dir: Path) -> int:
+    from coevo.tasks.generate import generated_manifest
+
+    return AUGMENT if generated_manifest(tasks_dir) else 0
+
 
 def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0, chunk: int = 32) -> list:
     """One oracle episode per task, tokenized with `tokenizer` (so context limits apply as for the model).
@@ -37,10 +48,10 @@ def extra_tasks(tasks_dir: Path, out: Path, per_family: int, seed: int) -> list:
     instruction of one of the suite's dev or test tasks, so evaluation stays clean.
     """
     from coevo.tasks import load_taskset
-    from coevo.tasks.generate import MANIFEST, generate_suite
+    from coevo.tasks.generate import MANIFEST, generate_suite, generated_manifest
 
-    manifest = json.loads((Path(tasks_dir) / MANIFEST).read_text()) if (Path(tasks_dir) / MANIFEST).is_file() else {}
-    if manifest.get("generator") != "coevo tasks generate":
+    manifest = generated_manifest(tasks_dir) if tasks_dir is not None else None
+    if manifest is None:
         raise ValueError(f"{tasks_dir}: augmentation needs a suite written by `coevo tasks generate` "
                          f"(its {MANIFEST} names the generator); use augment=0 for other task folders")
     generate_suite(out, seed=int(manifest["seed"]) + 1000 + seed, per_family=per_family)
@@ -53,18 +64,49 @@ def passed(trajectories: list) -> list:
     return [t for t in trajectories if t.status == "submitted" and t.reward >= 1.0]
 
 
-def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, out: Path,
-                  settings: SFTSettings | None = None, augment: int = 0) -> str:
-    """Oracle episodes on `split` (plus `augment` fresh instances per family, see `extra_tasks`), then SFT
-    from `model` to `out`; returns a short report.
+def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettings, augment: int = 0,
+               suite: Path | None = None, source: str = "warmstart") -> dict:
+    """Oracle episodes on `tasks` (plus `augment` fresh instances per family of the generated `suite`,
+    see `extra_tasks`), then SFT from `model` to `out`; returns the numbers (also in out/warmstart.json).
 
-    Writes `out/oracle.jsonl` (every oracle episode on the split), `out/oracle_extra.jsonl` (on the extra
-    instances) and `out/warmstart.json` (settings and numbers).
-    """
+    Writes `out/oracle.jsonl` (every oracle episode on `tasks`) and `out/oracle_extra.jsonl` (on the
+    extra instances), so a user can see what was taught and what was left out."""
     from transformers import AutoTokenizer
 
-    from coevo.harness import load_harness
     from coevo.rollout.trajectory import save_trajectories
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    trajectories = oracle_trajectories(harness, tasks, tokenizer, settings.seed)
+    save_trajectories(out / "oracle.jsonl", trajectories)
+    extra = []
+    if augment:
+        with tempfile.TemporaryDirectory() as tmp:
+            extra = oracle_trajectories(harness, extra_tasks(suite, Path(tmp), augment, settings.seed), tokenizer,
+                                        settings.seed)
+        save_trajectories(out / "oracle_extra.jsonl", extra)
+    t_oracle = time.perf_counter() - t0
+    good = passed(trajectories) + passed(extra)
+    if not good:
+        raise ValueError(f"{source}: none of the {len(trajectories)} oracle episodes passed under {harness.name}; "
+                         f"first failure: {_cause(trajectories[0])}")
+    t1 = time.perf_counter()
+    train_sft(model, [t.messages for t in good], out, settings, source=source)
+    numbers = {"tasks": len(tasks), "oracle_passed": len(passed(trajectories)), "extra_tasks": len(extra),
+               "extra_passed": len(passed(extra)), "conversations": len(good), "oracle_s": round(t_oracle, 1),
+               "sft_s": round(time.perf_counter() - t1, 1), "harness": harness.name, "settings": asdict(settings),
+               "left_out": _left_out(trajectories + extra)}
+    (out / "warmstart.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    return numbers
+
+
+def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, out: Path,
+                  settings: SFTSettings | None = None, augment: int | None = None) -> str:
+    """`coevo warmstart`: `warm_start` on a split of a task folder; returns a short report. `augment`
+    None: `default_augment`."""
+    from coevo.harness import load_harness
     from coevo.tasks import load_taskset
 
     harness = load_harness(harness_path)
@@ -72,35 +114,14 @@ def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, 
     if not tasks:
         raise ValueError(f"{tasks_dir}: no tasks with solution/solve.sh in split '{split}'")
     settings = settings or SFTSettings()
-    seed = settings.seed
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    trajectories = oracle_trajectories(harness, tasks, tokenizer, seed)
-    save_trajectories(out / "oracle.jsonl", trajectories)
-    extra = []
-    if augment:
-        with tempfile.TemporaryDirectory() as tmp:
-            extra = oracle_trajectories(harness, extra_tasks(tasks_dir, Path(tmp), augment, seed), tokenizer, seed)
-        save_trajectories(out / "oracle_extra.jsonl", extra)
-    t_oracle = time.perf_counter() - t0
-    good = passed(trajectories) + passed(extra)
-    if not good:
-        raise ValueError(f"warmstart: none of the {len(tasks)} oracle episodes passed under {harness_path}; "
-                         f"first failure: {_cause(trajectories[0])}")
-    t1 = time.perf_counter()
-    train_sft(model, [t.messages for t in good], out, settings, source=f"warmstart ({harness_path})")
-    t_sft = time.perf_counter() - t1
-    numbers = {"tasks": len(tasks), "oracle_passed": len(passed(trajectories)), "extra_tasks": len(extra),
-               "extra_passed": len(passed(extra)), "conversations": len(good), "oracle_s": round(t_oracle, 1),
-               "sft_s": round(t_sft, 1), "harness": str(harness_path), "split": split, "settings": asdict(settings)}
-    (out / "warmstart.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    augment = default_augment(tasks_dir) if augment is None else augment
+    n = warm_start(model, harness, tasks, out, settings, augment, tasks_dir, source=f"warmstart ({harness_path})")
     return "\n".join([
-        f"oracle: {numbers['oracle_passed']}/{len(tasks)} {split} tasks passed under {harness.name}"
-        + (f", {numbers['extra_passed']}/{len(extra)} extra instances" if augment else "")
-        + f" in {t_oracle:.1f}s" + _left_out(trajectories + extra),
-        f"SFT: {len(good)} conversations x {settings.epochs:g} epochs at lr {settings.lr:g} in {t_sft:.0f}s -> {out}",
+        f"oracle: {n['oracle_passed']}/{len(tasks)} {split} tasks passed under {harness.name}"
+        + (f", {n['extra_passed']}/{n['extra_tasks']} extra instances" if augment else "")
+        + f" in {n['oracle_s']:.1f}s" + n["left_out"],
+        (f"SFT: {n['conversations']} conversations x {settings.epochs:g} epochs at lr {settings.lr:g} in "
+         f"{n['sft_s']:.0f}s -> {out}"),
     ])
 
 

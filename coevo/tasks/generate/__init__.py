@@ -54,6 +54,16 @@ DEV_FRACTION, TEST_FRACTION = 0.2, 0.2
 MANIFEST = "manifest.json"
 
 
+def generated_manifest(folder: Path) -> dict | None:
+    """The manifest of a suite this generator wrote (so more instances can be drawn), else None."""
+    path = Path(folder) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("generator") == "coevo tasks generate" else None
+
+
 def generate_suite(out: Path, seed: int = 0, per_family: int = 13) -> list[dict]:
     """Write every family's instances as Harbor task folders under `out` plus out/manifest.json; return the
     manifest rows."""

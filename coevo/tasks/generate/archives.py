@@ -65,7 +65,7 @@ def tar_create(rng: random.Random) -> TaskSpec:
 
 
 def archive_extract(rng: random.Random) -> TaskSpec:
-    archive, dest, out = f"{name(rng, '-')}.tar.gz", f"/app/{word(rng)}", f"/app/{word(rng)}_value.txt"
+    archive, dest, out = f"{name(rng, '-')}.tar.gz", f"/app/{word(rng)}", "/app/value.txt"
     top, key = word(rng), rng.choice(["token", "api_key", "secret", "license", "build_id"])
     value = f"{word(rng)}{rng.randint(1000, 99999)}"
     config = f"{top}/{word(rng)}/{name(rng)}.ini"

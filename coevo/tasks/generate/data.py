@@ -23,7 +23,7 @@ def _cell(rng: random.Random, column: str) -> str:
 
 
 def csv_column(rng: random.Random) -> TaskSpec:
-    path, out = f"data/{word(rng)}.csv", f"/app/{word(rng)}_column.txt"
+    path, out = f"data/{word(rng)}.csv", "/app/column.txt"
     header = rng.sample(["id", "name", "email", "city", "age", "team", "score"], rng.randint(3, 6))
     column = rng.choice(header)
     rows = [[_cell(rng, c) for c in header] for _ in range(rng.randint(6, 15))]
@@ -45,7 +45,7 @@ VALUES = ["amount", "units", "hours", "points"]
 
 
 def csv_aggregate(rng: random.Random) -> TaskSpec:
-    path, out = f"{word(rng)}_report.csv", f"/app/{word(rng)}_totals.csv"
+    path, out = f"{word(rng)}_report.csv", "/app/totals.csv"
     key, value = rng.choice(sorted(GROUPS)), rng.choice(VALUES)
     groups = rng.sample(GROUPS[key] or words(rng, 6), rng.randint(3, 5))
     header = [key, value, "date"]
@@ -79,7 +79,7 @@ STATUSES = ["active", "inactive", "pending"]
 
 
 def json_filter(rng: random.Random) -> TaskSpec:
-    path, out = f"{word(rng)}.json", f"/app/{word(rng)}_selected.json"
+    path, out = f"{word(rng)}.json", "/app/selected.json"
     records = [{"id": rng.randint(1, 999), "name": name(rng, "-"), "status": rng.choice(STATUSES),
                 "score": rng.randint(0, 100)} for _ in range(rng.randint(6, 14))]
     forced = rng.choice(records)  # at least one object matches, so the answer is never just []

@@ -36,7 +36,7 @@ def create_file(rng: random.Random) -> TaskSpec:
 
 
 def find_by_name(rng: random.Random) -> TaskSpec:
-    root, ext, out = word(rng), rng.choice(EXTS), f"/app/{word(rng)}_found.txt"
+    root, ext, out = word(rng), rng.choice(EXTS), "/app/found.txt"
     others = [e for e in EXTS if e != ext] + [f"{ext}.bak"]
     stems = words(rng, rng.randint(7, 11))
     n_hits = rng.randint(2, 4)
@@ -62,7 +62,7 @@ def _sized(rng: random.Random, size: int) -> str:
 
 
 def find_by_size(rng: random.Random) -> TaskSpec:
-    root, limit, out = word(rng), rng.choice([1000, 2000, 3000, 5000]), f"/app/{word(rng)}_large.txt"
+    root, limit, out = word(rng), rng.choice([1000, 2000, 3000, 5000]), "/app/large.txt"
     stems = words(rng, rng.randint(6, 10))
     n_big = rng.randint(2, 4)
     # Sizes stay far from the limit, so `-size +Nk` rounding gives the same answer as `-size +Nc`.
@@ -82,7 +82,7 @@ def find_by_size(rng: random.Random) -> TaskSpec:
 
 
 def find_by_content(rng: random.Random) -> TaskSpec:
-    root, out = word(rng), f"/app/{word(rng)}_matches.txt"
+    root, out = word(rng), "/app/matches.txt"
     number = rng.randint(1000, 8999)
     token = f"{word(rng)}-{number}"
     decoys = [f"{token[:-4]}{number + 1}", f"{word(rng)}-{number}"]

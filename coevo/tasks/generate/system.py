@@ -17,7 +17,7 @@ def env_path(rng: random.Random) -> TaskSpec:
     var, value = f"{rng.choice(ADJECTIVES).upper()}_{word(rng).upper()}", f"{word(rng)}{rng.randint(1, 99)}"
     given = f"{word(rng).upper()}_{rng.choice(['MODE', 'TARGET', 'CHANNEL', 'STAGE'])}"
     given_value = name(rng, "-")
-    found = f"/app/{word(rng)}.txt"
+    found = "/app/given.txt"
     return TaskSpec(
         instruction=f"1. Make a command `{command}` available: create the executable script "
         f"/app/bin/{command} that prints `{message}`.\n"

@@ -40,7 +40,7 @@ def edit_config(rng: random.Random) -> TaskSpec:
 
 
 def grep_count(rng: random.Random) -> TaskSpec:
-    log, out = f"logs/{word(rng)}.log", f"/app/{word(rng)}_count.txt"
+    log, out = f"logs/{word(rng)}.log", "/app/count.txt"
     components = words(rng, 4)
     rows = []
     for i in range(rng.randint(30, 70)):
@@ -61,7 +61,7 @@ def grep_count(rng: random.Random) -> TaskSpec:
 
 
 def top_k(rng: random.Random) -> TaskSpec:
-    path, out, k = f"{word(rng)}.txt", f"/app/{word(rng)}_top.txt", rng.randint(2, 4)
+    path, out, k = f"{word(rng)}.txt", "/app/top.txt", rng.randint(2, 4)
     vocab = words(rng, rng.randint(k + 2, k + 6))
     counts = rng.sample(range(1, 16), len(vocab))  # all distinct, so the ranking has no ties
     items = [w for w, c in zip(vocab, counts) for _ in range(c)]
@@ -83,7 +83,7 @@ WC = {"lines": "-l", "words": "-w", "bytes": "-c"}
 
 
 def word_count(rng: random.Random) -> TaskSpec:
-    path, out = f"docs/{name(rng)}.txt", f"/app/{word(rng)}.txt"
+    path, out = f"docs/{name(rng)}.txt", "/app/answer.txt"
     text = "".join(sentence(rng, rng.randint(1, 12)) + "\n" for _ in range(rng.randint(5, 30)))
     unit = rng.choice(sorted(WC))
     answer = {"lines": text.count("\n"), "words": len(text.split()), "bytes": len(text.encode())}[unit]
@@ -100,7 +100,7 @@ def word_count(rng: random.Random) -> TaskSpec:
 
 
 def dedupe_lines(rng: random.Random) -> TaskSpec:
-    path, out = f"{word(rng)}.txt", f"/app/{word(rng)}_unique.txt"
+    path, out = f"{word(rng)}.txt", "/app/unique.txt"
     kind = rng.choice(["host", "email", "word"])
     pool = [{"host": f"{w}.example.com", "email": f"{w}@{word(rng)}.org", "word": w}[kind]
             for w in words(rng, rng.randint(5, 10))]
@@ -119,7 +119,7 @@ def dedupe_lines(rng: random.Random) -> TaskSpec:
 
 
 def line_range(rng: random.Random) -> TaskSpec:
-    path, out = f"{word(rng)}/{name(rng)}.txt", f"/app/{word(rng)}_excerpt.txt"
+    path, out = f"{word(rng)}/{name(rng)}.txt", "/app/excerpt.txt"
     rows = [sentence(rng, rng.randint(3, 9)) for _ in range(rng.randint(20, 50))]
     first = rng.randint(2, len(rows) - 5)
     last = rng.randint(first + 1, min(len(rows) - 1, first + 12))

@@ -1,3 +1,3 @@
 #!/bin/bash
 mkdir -p /app/topaz && tar xzf /app/lively-cabin.tar.gz -C /app/topaz
-grep '^token=' /app/topaz/mesa/fern/dusty_nutmeg.ini | cut -d= -f2 > /app/birch_value.txt
+grep '^build_id=' /app/topaz/birch/prism/keen_cactus.ini | cut -d= -f2 > /app/value.txt

@@ -75,7 +75,7 @@ def finish():
 
 # ---- task checks ----
 check('extracted', lambda: all(read('/app/birch' + '/' + p) == text for p, text in E['inner'].items()))
-check('answer_exists', lambda: read('/app/velvet_value.txt') is not None)
-check('value_correct', lambda: answer('/app/velvet_value.txt') == E['value'])
+check('answer_exists', lambda: read('/app/value.txt') is not None)
+check('value_correct', lambda: answer('/app/value.txt') == E['value'])
 check('inputs_unchanged', lambda: unchanged())
 finish()

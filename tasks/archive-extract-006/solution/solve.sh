@@ -1,3 +1,3 @@
 #!/bin/bash
 mkdir -p /app/raven && tar xzf /app/rustic-reef.tar.gz -C /app/raven
-grep '^secret=' /app/raven/bell/lily/snowy_acorn.ini | cut -d= -f2 > /app/otter_value.txt
+grep '^token=' /app/raven/otter/birch/early_lily.ini | cut -d= -f2 > /app/value.txt

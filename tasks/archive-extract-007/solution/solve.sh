@@ -1,3 +1,3 @@
 #!/bin/bash
 mkdir -p /app/spruce && tar xzf /app/rustic-anchor.tar.gz -C /app/spruce
-grep '^license=' /app/spruce/drum/dragon/bold_jungle.ini | cut -d= -f2 > /app/blossom_value.txt
+grep '^secret=' /app/spruce/blossom/planet/hidden_apple.ini | cut -d= -f2 > /app/value.txt

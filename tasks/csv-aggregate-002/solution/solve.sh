@@ -1,2 +1,2 @@
 #!/bin/bash
-awk -F, 'NR>1{s[$3]+=$2} END{for(k in s) print k","s[k]}' /app/granite_report.csv > /app/castle_totals.csv
+awk -F, 'NR>1{s[$3]+=$2} END{for(k in s) print k","s[k]}' /app/granite_report.csv > /app/totals.csv

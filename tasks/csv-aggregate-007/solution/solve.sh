@@ -1,2 +1,2 @@
 #!/bin/bash
-awk -F, 'NR>1{s[$3]+=$2} END{for(k in s) print k","s[k]}' /app/pond_report.csv > /app/apple_totals.csv
+awk -F, 'NR>1{s[$3]+=$2} END{for(k in s) print k","s[k]}' /app/pond_report.csv > /app/totals.csv

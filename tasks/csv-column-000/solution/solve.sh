@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f3 /app/data/clover.csv | tail -n +2 > /app/candle_column.txt
+cut -d, -f3 /app/data/clover.csv | tail -n +2 > /app/column.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f2 /app/data/panda.csv | tail -n +2 > /app/quartz_column.txt
+cut -d, -f2 /app/data/panda.csv | tail -n +2 > /app/column.txt

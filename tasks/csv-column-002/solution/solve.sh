@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f2 /app/data/fig.csv | tail -n +2 > /app/basket_column.txt
+cut -d, -f3 /app/data/fig.csv | tail -n +2 > /app/column.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f3 /app/data/cabin.csv | tail -n +2 > /app/harp_column.txt
+cut -d, -f3 /app/data/cabin.csv | tail -n +2 > /app/column.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f4 /app/data/nectar.csv | tail -n +2 > /app/wolf_column.txt
+cut -d, -f4 /app/data/nectar.csv | tail -n +2 > /app/column.txt

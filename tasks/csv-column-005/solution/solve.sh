@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f6 /app/data/summit.csv | tail -n +2 > /app/willow_column.txt
+cut -d, -f6 /app/data/summit.csv | tail -n +2 > /app/column.txt

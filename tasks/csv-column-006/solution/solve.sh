@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f3 /app/data/moss.csv | tail -n +2 > /app/quill_column.txt
+cut -d, -f3 /app/data/moss.csv | tail -n +2 > /app/column.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f2 /app/data/fern.csv | tail -n +2 > /app/bucket_column.txt
+cut -d, -f3 /app/data/fern.csv | tail -n +2 > /app/column.txt

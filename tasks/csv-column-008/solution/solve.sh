@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f5 /app/data/owl.csv | tail -n +2 > /app/beacon_column.txt
+cut -d, -f3 /app/data/owl.csv | tail -n +2 > /app/column.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f4 /app/data/quill.csv | tail -n +2 > /app/cedar_column.txt
+cut -d, -f4 /app/data/quill.csv | tail -n +2 > /app/column.txt

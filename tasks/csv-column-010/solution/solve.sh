@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f3 /app/data/yarrow.csv | tail -n +2 > /app/harbor_column.txt
+cut -d, -f2 /app/data/yarrow.csv | tail -n +2 > /app/column.txt

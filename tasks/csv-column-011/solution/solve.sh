@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f1 /app/data/sage.csv | tail -n +2 > /app/desert_column.txt
+cut -d, -f3 /app/data/sage.csv | tail -n +2 > /app/column.txt

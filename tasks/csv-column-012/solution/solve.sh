@@ -1,2 +1,2 @@
 #!/bin/bash
-cut -d, -f3 /app/data/cinder.csv | tail -n +2 > /app/thunder_column.txt
+cut -d, -f3 /app/data/cinder.csv | tail -n +2 > /app/column.txt

@@ -74,7 +74,7 @@ def finish():
 
 
 # ---- task checks ----
-check('answer_exists', lambda: read('/app/thunder_column.txt') is not None)
-check('lines_exact', lambda: lines('/app/thunder_column.txt') == E['lines'])
+check('answer_exists', lambda: read('/app/column.txt') is not None)
+check('lines_exact', lambda: lines('/app/column.txt') == E['lines'])
 check('inputs_unchanged', lambda: unchanged())
 finish()

@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/prism.txt > /app/prism_unique.txt
+awk '!seen[$0]++' /app/prism.txt > /app/unique.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/pine.txt > /app/prism_unique.txt
+awk '!seen[$0]++' /app/pine.txt > /app/unique.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/arrow.txt > /app/planet_unique.txt
+awk '!seen[$0]++' /app/arrow.txt > /app/unique.txt

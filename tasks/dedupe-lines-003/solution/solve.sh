@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/nectar.txt > /app/timber_unique.txt
+awk '!seen[$0]++' /app/nectar.txt > /app/unique.txt

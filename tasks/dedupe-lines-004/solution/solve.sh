@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/marble.txt > /app/salmon_unique.txt
+awk '!seen[$0]++' /app/marble.txt > /app/unique.txt

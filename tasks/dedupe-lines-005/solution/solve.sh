@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/pine.txt > /app/beacon_unique.txt
+awk '!seen[$0]++' /app/velvet.txt > /app/unique.txt

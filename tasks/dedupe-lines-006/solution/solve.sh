@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/canyon.txt > /app/arrow_unique.txt
+awk '!seen[$0]++' /app/canyon.txt > /app/unique.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/fox.txt > /app/cactus_unique.txt
+awk '!seen[$0]++' /app/fox.txt > /app/unique.txt

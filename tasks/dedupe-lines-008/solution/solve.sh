@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/drum.txt > /app/pine_unique.txt
+awk '!seen[$0]++' /app/drum.txt > /app/unique.txt

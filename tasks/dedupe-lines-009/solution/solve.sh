@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/ivory.txt > /app/swan_unique.txt
+awk '!seen[$0]++' /app/ivory.txt > /app/unique.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/meteor.txt > /app/glacier_unique.txt
+awk '!seen[$0]++' /app/meteor.txt > /app/unique.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/bison.txt > /app/birch_unique.txt
+awk '!seen[$0]++' /app/bison.txt > /app/unique.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-awk '!seen[$0]++' /app/island.txt > /app/hazel_unique.txt
+awk '!seen[$0]++' /app/island.txt > /app/unique.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'olive-6965' /app/fox > /app/anchor_matches.txt
+grep -rl 'quill-1072' /app/fox > /app/matches.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'thunder-8822' /app/bison > /app/boulder_matches.txt
+grep -rl 'yarrow-1730' /app/bison > /app/matches.txt

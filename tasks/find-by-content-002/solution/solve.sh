@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'tulip-4020' /app/anchor > /app/badge_matches.txt
+grep -rl 'goblet-1260' /app/anchor > /app/matches.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'falcon-8372' /app/hazel > /app/mesa_matches.txt
+grep -rl 'tundra-5517' /app/hazel > /app/matches.txt

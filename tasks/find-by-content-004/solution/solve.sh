@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'mesa-7632' /app/flint > /app/panda_matches.txt
+grep -rl 'sandal-6313' /app/flint > /app/matches.txt

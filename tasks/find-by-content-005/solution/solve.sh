@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'cabin-3574' /app/lotus > /app/clover_matches.txt
+grep -rl 'fern-2531' /app/lotus > /app/matches.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'otter-5256' /app/salmon > /app/summit_matches.txt
+grep -rl 'maple-7879' /app/salmon > /app/matches.txt

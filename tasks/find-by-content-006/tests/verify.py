@@ -74,8 +74,8 @@ def finish():
 
 
 # ---- task checks ----
-check('answer_exists', lambda: read('/app/summit_matches.txt') is not None)
-check('paths_match', lambda: set(lines('/app/summit_matches.txt')) == set(E['paths']))
-check('no_duplicates', lambda: len(lines('/app/summit_matches.txt')) == len(set(lines('/app/summit_matches.txt'))))
+check('answer_exists', lambda: read('/app/matches.txt') is not None)
+check('paths_match', lambda: set(lines('/app/matches.txt')) == set(E['paths']))
+check('no_duplicates', lambda: len(lines('/app/matches.txt')) == len(set(lines('/app/matches.txt'))))
 check('inputs_unchanged', lambda: unchanged())
 finish()

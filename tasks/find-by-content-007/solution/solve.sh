@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'raven-5216' /app/lemon > /app/fox_matches.txt
+grep -rl 'magnet-3866' /app/lemon > /app/matches.txt

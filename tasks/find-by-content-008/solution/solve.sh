@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'fox-3304' /app/marble > /app/oasis_matches.txt
+grep -rl 'eagle-6013' /app/marble > /app/matches.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'lily-8548' /app/owl > /app/moss_matches.txt
+grep -rl 'velvet-5727' /app/owl > /app/matches.txt

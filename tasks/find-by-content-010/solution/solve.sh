@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'fern-4122' /app/crater > /app/timber_matches.txt
+grep -rl 'granite-8189' /app/crater > /app/matches.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'reef-5148' /app/harbor > /app/wolf_matches.txt
+grep -rl 'lotus-8756' /app/harbor > /app/matches.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -rl 'beacon-5678' /app/candle > /app/tundra_matches.txt
+grep -rl 'moss-8361' /app/candle > /app/matches.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/raven -type f -name '*.log' > /app/olive_found.txt
+find /app/raven -type f -name '*.log' > /app/found.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/timber -type f -name '*.conf' > /app/lagoon_found.txt
+find /app/timber -type f -name '*.conf' > /app/found.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/topaz -type f -name '*.log' > /app/velvet_found.txt
+find /app/topaz -type f -name '*.log' > /app/found.txt

@@ -74,8 +74,8 @@ def finish():
 
 
 # ---- task checks ----
-check('answer_exists', lambda: read('/app/velvet_found.txt') is not None)
-check('paths_match', lambda: set(lines('/app/velvet_found.txt')) == set(E['paths']))
-check('no_duplicates', lambda: len(lines('/app/velvet_found.txt')) == len(set(lines('/app/velvet_found.txt'))))
+check('answer_exists', lambda: read('/app/found.txt') is not None)
+check('paths_match', lambda: set(lines('/app/found.txt')) == set(E['paths']))
+check('no_duplicates', lambda: len(lines('/app/found.txt')) == len(set(lines('/app/found.txt'))))
 check('inputs_unchanged', lambda: unchanged())
 finish()

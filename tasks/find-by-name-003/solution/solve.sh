@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/willow -type f -name '*.md' > /app/feather_found.txt
+find /app/willow -type f -name '*.md' > /app/found.txt

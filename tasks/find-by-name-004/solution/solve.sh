@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/granite -type f -name '*.csv' > /app/needle_found.txt
+find /app/granite -type f -name '*.csv' > /app/found.txt

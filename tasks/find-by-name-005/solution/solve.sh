@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/desert -type f -name '*.md' > /app/oak_found.txt
+find /app/desert -type f -name '*.md' > /app/found.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/maple -type f -name '*.json' > /app/candle_found.txt
+find /app/maple -type f -name '*.json' > /app/found.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/needle -type f -name '*.csv' > /app/pine_found.txt
+find /app/needle -type f -name '*.csv' > /app/found.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/lagoon -type f -name '*.conf' > /app/comet_found.txt
+find /app/lagoon -type f -name '*.conf' > /app/found.txt

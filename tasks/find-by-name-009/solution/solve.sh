@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/willow -type f -name '*.csv' > /app/sparrow_found.txt
+find /app/willow -type f -name '*.csv' > /app/found.txt

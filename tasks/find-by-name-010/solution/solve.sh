@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/granite -type f -name '*.json' > /app/quartz_found.txt
+find /app/granite -type f -name '*.json' > /app/found.txt

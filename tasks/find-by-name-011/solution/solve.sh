@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/bramble -type f -name '*.txt' > /app/castle_found.txt
+find /app/bramble -type f -name '*.txt' > /app/found.txt

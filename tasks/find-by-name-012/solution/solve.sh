@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/sage -type f -name '*.md' > /app/cactus_found.txt
+find /app/sage -type f -name '*.md' > /app/found.txt

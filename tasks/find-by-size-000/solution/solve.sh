@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/heron -type f -size +5000c > /app/mesa_large.txt
+find /app/heron -type f -size +5000c > /app/large.txt

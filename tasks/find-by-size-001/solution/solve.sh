@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/oak -type f -size +1000c > /app/pepper_large.txt
+find /app/oak -type f -size +1000c > /app/large.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/lagoon -type f -size +2000c > /app/basket_large.txt
+find /app/lagoon -type f -size +2000c > /app/large.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/sage -type f -size +2000c > /app/copper_large.txt
+find /app/sage -type f -size +2000c > /app/large.txt

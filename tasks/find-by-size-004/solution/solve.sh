@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/timber -type f -size +1000c > /app/kettle_large.txt
+find /app/timber -type f -size +1000c > /app/large.txt

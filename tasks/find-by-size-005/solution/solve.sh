@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/topaz -type f -size +3000c > /app/pebble_large.txt
+find /app/topaz -type f -size +3000c > /app/large.txt

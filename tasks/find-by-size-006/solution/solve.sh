@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/bucket -type f -size +1000c > /app/granite_large.txt
+find /app/bucket -type f -size +1000c > /app/large.txt

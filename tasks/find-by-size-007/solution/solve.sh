@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/wolf -type f -size +2000c > /app/quill_large.txt
+find /app/wolf -type f -size +2000c > /app/large.txt

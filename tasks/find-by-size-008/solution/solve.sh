@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/cinder -type f -size +2000c > /app/arrow_large.txt
+find /app/cinder -type f -size +2000c > /app/large.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/saffron -type f -size +1000c > /app/willow_large.txt
+find /app/saffron -type f -size +1000c > /app/large.txt

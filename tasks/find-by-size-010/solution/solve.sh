@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/velvet -type f -size +2000c > /app/planet_large.txt
+find /app/velvet -type f -size +2000c > /app/large.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/topaz -type f -size +1000c > /app/salmon_large.txt
+find /app/topaz -type f -size +1000c > /app/large.txt

@@ -74,8 +74,8 @@ def finish():
 
 
 # ---- task checks ----
-check('answer_exists', lambda: read('/app/salmon_large.txt') is not None)
-check('paths_match', lambda: set(lines('/app/salmon_large.txt')) == set(E['paths']))
-check('no_duplicates', lambda: len(lines('/app/salmon_large.txt')) == len(set(lines('/app/salmon_large.txt'))))
+check('answer_exists', lambda: read('/app/large.txt') is not None)
+check('paths_match', lambda: set(lines('/app/large.txt')) == set(E['paths']))
+check('no_duplicates', lambda: len(lines('/app/large.txt')) == len(set(lines('/app/large.txt'))))
 check('inputs_unchanged', lambda: unchanged())
 finish()

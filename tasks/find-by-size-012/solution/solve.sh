@@ -1,2 +1,2 @@
 #!/bin/bash
-find /app/marble -type f -size +3000c > /app/ivory_large.txt
+find /app/marble -type f -size +3000c > /app/large.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'rabbit' /app/logs/spruce.log > /app/basket_count.txt
+grep -c 'panda' /app/logs/spruce.log > /app/count.txt

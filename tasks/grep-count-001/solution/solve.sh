@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'bell' /app/logs/shell.log > /app/ember_count.txt
+grep -c 'ERROR' /app/logs/shell.log > /app/count.txt

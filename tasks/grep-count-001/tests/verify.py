@@ -74,7 +74,7 @@ def finish():
 
 
 # ---- task checks ----
-check('answer_exists', lambda: read('/app/ember_count.txt') is not None)
-check('answer_correct', lambda: answer('/app/ember_count.txt') == E['answer'])
+check('answer_exists', lambda: read('/app/count.txt') is not None)
+check('answer_correct', lambda: answer('/app/count.txt') == E['answer'])
 check('inputs_unchanged', lambda: unchanged())
 finish()

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'hollow' /app/logs/cedar.log > /app/drum_count.txt
+grep -c 'WARN' /app/logs/cedar.log > /app/count.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'WARN' /app/logs/swan.log > /app/pepper_count.txt
+grep -c 'ERROR' /app/logs/swan.log > /app/count.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'ivory' /app/logs/island.log > /app/ember_count.txt
+grep -c 'ember' /app/logs/island.log > /app/count.txt

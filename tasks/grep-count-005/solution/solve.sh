@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'topaz' /app/logs/coral.log > /app/marble_count.txt
+grep -c 'quartz' /app/logs/coral.log > /app/count.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'lantern' /app/logs/hollow.log > /app/pond_count.txt
+grep -c 'pond' /app/logs/hollow.log > /app/count.txt

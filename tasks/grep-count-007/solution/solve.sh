@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'WARN' /app/logs/melon.log > /app/cabin_count.txt
+grep -c 'WARN' /app/logs/melon.log > /app/count.txt

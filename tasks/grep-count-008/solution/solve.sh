@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'mesa' /app/logs/pebble.log > /app/tiger_count.txt
+grep -c 'mesa' /app/logs/pebble.log > /app/count.txt

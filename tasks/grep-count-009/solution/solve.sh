@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'WARN' /app/logs/jasper.log > /app/heron_count.txt
+grep -c 'WARN' /app/logs/jasper.log > /app/count.txt

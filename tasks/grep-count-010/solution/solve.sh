@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'ERROR' /app/logs/planet.log > /app/raven_count.txt
+grep -c 'ERROR' /app/logs/planet.log > /app/count.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'shell' /app/logs/cactus.log > /app/badge_count.txt
+grep -c 'WARN' /app/logs/cactus.log > /app/count.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-grep -c 'nectar' /app/logs/eagle.log > /app/marble_count.txt
+grep -c 'summit' /app/logs/eagle.log > /app/count.txt

@@ -74,7 +74,7 @@ def finish():
 
 
 # ---- task checks ----
-check('answer_exists', lambda: read('/app/ember_selected.json') is not None)
-check('selection_correct', lambda: json.loads(read('/app/ember_selected.json')) == E['picked'])
+check('answer_exists', lambda: read('/app/selected.json') is not None)
+check('selection_correct', lambda: json.loads(read('/app/selected.json')) == E['picked'])
 check('inputs_unchanged', lambda: unchanged())
 finish()

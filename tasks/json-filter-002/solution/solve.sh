@@ -1,2 +1,2 @@
 #!/bin/bash
-python3 -c "import json; d = json.load(open('/app/desert.json')); print(json.dumps([r['name'] for r in d if r['status'] == 'active']))" > /app/raven_selected.json
+python3 -c "import json; d = json.load(open('/app/desert.json')); print(json.dumps([r['name'] for r in d if r['status'] == 'active']))" > /app/selected.json

@@ -1,2 +1,2 @@
 #!/bin/bash
-python3 -c "import json; d = json.load(open('/app/clover.json')); print(json.dumps([r['name'] for r in d if r['status'] == 'pending']))" > /app/fig_selected.json
+python3 -c "import json; d = json.load(open('/app/clover.json')); print(json.dumps([r['id'] for r in d if r['score'] > 64]))" > /app/selected.json

@@ -1,2 +1,2 @@
 #!/bin/bash
-python3 -c "import json; d = json.load(open('/app/planet.json')); print(json.dumps([r['id'] for r in d if r['score'] > 32]))" > /app/cinder_selected.json
+python3 -c "import json; d = json.load(open('/app/planet.json')); print(json.dumps([r['id'] for r in d if r['score'] > 70]))" > /app/selected.json

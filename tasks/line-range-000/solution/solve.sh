@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '2,11p' /app/goblet/grand_daisy.txt > /app/birch_excerpt.txt
+sed -n '11,18p' /app/goblet/grand_daisy.txt > /app/excerpt.txt

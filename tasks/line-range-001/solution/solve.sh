@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '17,20p' /app/granite/clever_glacier.txt > /app/castle_excerpt.txt
+sed -n '15,18p' /app/granite/clever_glacier.txt > /app/excerpt.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '19,21p' /app/jasper/wild_forest.txt > /app/castle_excerpt.txt
+sed -n '17,21p' /app/jasper/wild_forest.txt > /app/excerpt.txt

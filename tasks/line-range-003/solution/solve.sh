@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '25,31p' /app/sage/proud_reef.txt > /app/goblet_excerpt.txt
+sed -n '12,18p' /app/sage/proud_reef.txt > /app/excerpt.txt

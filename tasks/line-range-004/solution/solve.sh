@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '17,18p' /app/nectar/early_bramble.txt > /app/birch_excerpt.txt
+sed -n '15,21p' /app/nectar/early_bramble.txt > /app/excerpt.txt

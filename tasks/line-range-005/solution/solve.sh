@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '9,13p' /app/river/sleepy_meadow.txt > /app/crow_excerpt.txt
+sed -n '3,11p' /app/river/sleepy_meadow.txt > /app/excerpt.txt

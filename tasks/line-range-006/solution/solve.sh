@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '11,23p' /app/candle/lucky_bridge.txt > /app/castle_excerpt.txt
+sed -n '13,16p' /app/candle/lucky_bridge.txt > /app/excerpt.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '2,3p' /app/bison/hidden_forest.txt > /app/summit_excerpt.txt
+sed -n '35,38p' /app/bison/hidden_forest.txt > /app/excerpt.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '12,21p' /app/granite/cobalt_lemon.txt > /app/otter_excerpt.txt
+sed -n '31,34p' /app/granite/cobalt_lemon.txt > /app/excerpt.txt

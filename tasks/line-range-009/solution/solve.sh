@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '26,27p' /app/birch/early_hazel.txt > /app/fox_excerpt.txt
+sed -n '26,27p' /app/birch/early_hazel.txt > /app/excerpt.txt

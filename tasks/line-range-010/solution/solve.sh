@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '3,7p' /app/violet/gentle_nutmeg.txt > /app/spruce_excerpt.txt
+sed -n '3,7p' /app/violet/gentle_nutmeg.txt > /app/excerpt.txt

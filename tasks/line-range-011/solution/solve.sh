@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '5,6p' /app/hollow/rustic_jungle.txt > /app/pebble_excerpt.txt
+sed -n '30,31p' /app/hollow/rustic_jungle.txt > /app/excerpt.txt

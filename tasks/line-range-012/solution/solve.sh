@@ -1,2 +1,2 @@
 #!/bin/bash
-sed -n '21,23p' /app/castle/swift_feather.txt > /app/oak_excerpt.txt
+sed -n '26,29p' /app/castle/swift_feather.txt > /app/excerpt.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/jungle.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/tundra_top.txt
+sort /app/jungle.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/top.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/castle.txt | uniq -c | sort -rn | head -4 | awk '{print $2}' > /app/birch_top.txt
+sort /app/castle.txt | uniq -c | sort -rn | head -2 | awk '{print $2}' > /app/top.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/lagoon.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/moss_top.txt
+sort /app/lagoon.txt | uniq -c | sort -rn | head -4 | awk '{print $2}' > /app/top.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/apple.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/harbor_top.txt
+sort /app/apple.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/top.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/marble.txt | uniq -c | sort -rn | head -4 | awk '{print $2}' > /app/robin_top.txt
+sort /app/marble.txt | uniq -c | sort -rn | head -4 | awk '{print $2}' > /app/top.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/crater.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/ivory_top.txt
+sort /app/crater.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/top.txt

@@ -74,7 +74,7 @@ def finish():
 
 
 # ---- task checks ----
-check('answer_exists', lambda: read('/app/ivory_top.txt') is not None)
-check('lines_exact', lambda: lines('/app/ivory_top.txt') == E['lines'])
+check('answer_exists', lambda: read('/app/top.txt') is not None)
+check('lines_exact', lambda: lines('/app/top.txt') == E['lines'])
 check('inputs_unchanged', lambda: unchanged())
 finish()

@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/violet.txt | uniq -c | sort -rn | head -4 | awk '{print $2}' > /app/fern_top.txt
+sort /app/violet.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/top.txt

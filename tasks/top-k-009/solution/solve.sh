@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/birch.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/goblet_top.txt
+sort /app/birch.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/top.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/mint.txt | uniq -c | sort -rn | head -4 | awk '{print $2}' > /app/quartz_top.txt
+sort /app/mint.txt | uniq -c | sort -rn | head -4 | awk '{print $2}' > /app/top.txt

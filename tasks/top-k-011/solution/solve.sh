@@ -1,2 +1,2 @@
 #!/bin/bash
-sort /app/raven.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/tulip_top.txt
+sort /app/raven.txt | uniq -c | sort -rn | head -3 | awk '{print $2}' > /app/top.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -l < /app/docs/clever_feather.txt > /app/tulip.txt
+wc -l < /app/docs/clever_feather.txt > /app/answer.txt

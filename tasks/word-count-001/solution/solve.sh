@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -l < /app/docs/proud_dolphin.txt > /app/heron.txt
+wc -c < /app/docs/proud_dolphin.txt > /app/answer.txt

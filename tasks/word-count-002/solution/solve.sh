@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -w < /app/docs/smooth_clover.txt > /app/oasis.txt
+wc -w < /app/docs/smooth_clover.txt > /app/answer.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -c < /app/docs/silent_sage.txt > /app/badge.txt
+wc -c < /app/docs/silent_sage.txt > /app/answer.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -c < /app/docs/amber_jungle.txt > /app/crater.txt
+wc -l < /app/docs/amber_jungle.txt > /app/answer.txt

@@ -74,7 +74,7 @@ def finish():
 
 
 # ---- task checks ----
-check('answer_exists', lambda: read('/app/crater.txt') is not None)
-check('answer_correct', lambda: answer('/app/crater.txt') == E['answer'])
+check('answer_exists', lambda: read('/app/answer.txt') is not None)
+check('answer_correct', lambda: answer('/app/answer.txt') == E['answer'])
 check('inputs_unchanged', lambda: unchanged())
 finish()

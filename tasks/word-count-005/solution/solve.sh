@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -c < /app/docs/brave_pine.txt > /app/nectar.txt
+wc -c < /app/docs/brave_pine.txt > /app/answer.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -l < /app/docs/cobalt_pebble.txt > /app/cinder.txt
+wc -l < /app/docs/cobalt_pebble.txt > /app/answer.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -w < /app/docs/happy_fox.txt > /app/willow.txt
+wc -w < /app/docs/happy_fox.txt > /app/answer.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -w < /app/docs/rapid_island.txt > /app/lily.txt
+wc -l < /app/docs/rapid_island.txt > /app/answer.txt

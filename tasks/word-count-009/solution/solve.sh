@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -w < /app/docs/brave_maple.txt > /app/thistle.txt
+wc -w < /app/docs/brave_maple.txt > /app/answer.txt

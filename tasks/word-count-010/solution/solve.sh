@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -c < /app/docs/clever_summit.txt > /app/zebra.txt
+wc -c < /app/docs/clever_summit.txt > /app/answer.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -l < /app/docs/lucky_spruce.txt > /app/bell.txt
+wc -l < /app/docs/lucky_spruce.txt > /app/answer.txt

@@ -1,2 +1,2 @@
 #!/bin/bash
-wc -c < /app/docs/misty_lagoon.txt > /app/wolf.txt
+wc -c < /app/docs/misty_lagoon.txt > /app/answer.txt
