@@ -51,7 +51,7 @@ def warmstart(
     seed: Annotated[int, typer.Option(help="Seed of the data order, the oracle rollout and augmentation.")] = 0,
     augment: Annotated[int | None, typer.Option(help="Extra generated instances per family to train on (a suite "
                                                 "from `coevo tasks generate` only; never dev/test instructions "
-                                                "or held-out families). Default: 40 for such a suite, else 0.")
+                                                "or held-out families). Default: 60 for such a suite, else 0.")
                        ] = None,
 ) -> None:
     """Supervised warm start: oracle episodes through the harness, then TRL SFT on the assistant turns."""

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from coevo.train.sft import SFTSettings, train_sft
 
-AUGMENT = 40
+AUGMENT = 60
 """Extra instances per family that `coevo warmstart` trains on by default, when the task folder is a
 suite `coevo tasks generate` wrote. The skill to learn is copying the instruction's names and values into
-the right commands; the train split alone (9 instances per family) is too few examples of it."""
+the right commands; the train split alone (9 instances per family) is far too few examples of it."""
 
 
 def default_augment(tasks_dir: Path) -> int:
