@@ -78,6 +78,43 @@ def test_one_batched_generate_per_turn_and_results_in_task_order(make_task, toke
     assert all(t.status == "submitted" for t in trajectories) and len(done) == 6
 
 
+def test_more_episodes_than_max_active_run_in_waves_with_bounded_open_sandboxes(make_task, tokenizer):
+    """All sandboxes share one uid's process limit, so the engine never holds more than max_active open."""
+    import threading
+
+    from coevo.sandbox import make_sandbox
+
+    tasks = [load_task(make_task(f"t{i}")) for i in range(5)]
+    h = harness()
+    policy = TokenPolicy(tokenizer, two_step(h))
+    open_now, most, lock = [0], [0], threading.Lock()
+
+    class Counted:
+        def __init__(self, task):
+            self.inner = make_sandbox(task)
+
+        def start(self):
+            with lock:
+                open_now[0] += 1
+                most[0] = max(most[0], open_now[0])
+            return self.inner.start()
+
+        def close(self):
+            with lock:
+                inner, self.inner = self.inner, None
+                open_now[0] -= inner is not None
+            if inner is not None:
+                inner.close()
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    trajectories = rollout(tasks, h, policy, make_sandbox=Counted, max_active=2)
+    assert [t.status for t in trajectories] == ["submitted"] * 5 and [t.reward for t in trajectories] == [1.0] * 5
+    assert most[0] == 2 and open_now[0] == 0
+    assert policy.batches == [2, 2, 2, 2, 1, 1]
+
+
 def test_policy_returning_too_few_completions_is_a_policy_error(make_task):
     class Short(ScriptedPolicy):
         def generate(self, requests, params):

@@ -35,6 +35,7 @@ def rollout(
     tokenizer=_FROM_POLICY,
     seed: int | None = None,
     max_workers: int = 16,
+    max_active: int = 64,
     on_done: Callable[[Trajectory], None] | None = None,
 ) -> list[Trajectory]:
     """Run `n_per_task` episodes of each task; trajectories come back in task order, samples together.
@@ -43,6 +44,10 @@ def rollout(
     coevo.sandbox / coevo.verify. `tokenizer` defaults to the policy's own (`policy.tokenizer`) if it has
     one; None gives text-only trajectories (no token buffer). `on_done` is called as each episode's
     verification finishes (from a pool thread).
+
+    At most `max_active` episodes run at once (in lockstep); more run in waves. All sandboxes run as one
+    non-root uid, whose process limit (RLIMIT_NPROC, per uid) they share: a few hundred open sandboxes
+    would leave their commands unable to fork.
     """
     if make_sandbox is None:
         from coevo.sandbox import make_sandbox
@@ -58,11 +63,13 @@ def rollout(
     with ThreadPoolExecutor(max_workers=max_workers) as pool:
         run = _Run(pool, verify, on_done)
         try:
-            run.each(episodes, lambda ep: ep.start(make_sandbox))
-            while active := [ep for ep in episodes if ep.active]:
-                run.turn(active, policy, params)
-            for f in run.pending:
-                f.result()
+            for i in range(0, len(episodes), max_active):
+                wave = episodes[i: i + max_active]
+                run.each(wave, lambda ep: ep.start(make_sandbox))
+                while active := [ep for ep in wave if ep.active]:
+                    run.turn(active, policy, params)
+                for f in run.pending:  # this wave's sandboxes are closed before the next one starts
+                    f.result()
         finally:
             for ep in episodes:  # after an interrupt too: leave no sandbox behind
                 _close(ep)

@@ -28,17 +28,12 @@ def default_augment(tasks_dir: Path) -> int:
     return AUGMENT if generated_manifest(tasks_dir) else 0
 
 
-def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0, chunk: int = 32) -> list:
-    """One oracle episode per task, tokenized with `tokenizer` (so context limits apply as for the model).
-
-    Run `chunk` tasks at a time: the engine keeps a sandbox open for every episode of a call, and the
-    sandboxes share one process limit (RLIMIT_NPROC of their uid)."""
+def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0) -> list:
+    """One oracle episode per task, tokenized with `tokenizer` (so context limits apply as for the model)."""
     from coevo.policy.scripted import OraclePolicy
     from coevo.rollout import rollout
 
-    policy = OraclePolicy(harness, tasks, tokenizer=tokenizer)
-    return [t for i in range(0, len(tasks), chunk)
-            for t in rollout(tasks[i: i + chunk], harness, policy, n_per_task=1, seed=seed)]
+    return rollout(tasks, harness, OraclePolicy(harness, tasks, tokenizer=tokenizer), n_per_task=1, seed=seed)
 
 
 def extra_tasks(tasks_dir: Path, out: Path, per_family: int, seed: int) -> list:
