@@ -25,8 +25,8 @@ def pid_namespace_members(ns: str) -> list[int]:
             try:
                 if os.readlink(f"/proc/{entry}/ns/pid") == ns:
                     members.append(int(entry))
-            except OSError:
-                pass
+            except OSError:  # the process exited while we looked: it is no member any more
+                continue
     return members
 
 

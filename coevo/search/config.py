@@ -152,9 +152,9 @@ def resolve_paths(config: SearchConfig, root: Path) -> SearchConfig:
 
 def make_plan(config: SearchConfig, n_train: int, n_dev: int, n_test: int, n_train_params: int) -> Plan:
     """Everything the budget sets; cost grows about linearly with it. Budget 1 on the bundled suite
-    (171 / 57 / 58 tasks): w0 = 48 train tasks + 40 generated instances per family x 4 epochs, 6 trials
-    per h-phase on 16 dev tasks in 4 batches, 6 GRPO steps per w-phase, the incumbent and the best other
-    harness re-scored after it, the whole test split at the end."""
+    (171 / 57 / 58 tasks): w0 = 48 train tasks + `default_augment` (60) generated instances per family
+    x 4 epochs, 6 trials per h-phase on 16 dev tasks in 4 batches, 6 GRPO steps per w-phase, the
+    incumbent and the best other harness re-scored after it, the whole test split at the end."""
     b = config.budget
     derived = Plan(
         trials=max(3, round(6 * b)),
