@@ -73,7 +73,9 @@ def test_two_steps_change_weights_and_keep_env_tokens_out_of_the_loss(tiny, coin
     from coevo.train.grpo import train_grpo
     from coevo.train.grpo_rollout import rows_from_trajectories
 
-    result = train_grpo(tiny, harness, tasks_of(coin_tasks), tmp_path / "run", spec())
+    result = train_grpo(tiny, harness, tasks_of(coin_tasks), tmp_path / "run", spec(screen_samples=2))
+    screened = json.loads((tmp_path / "run" / "screen.json").read_text())
+    assert screened["signal"] == ["demo"] and len(screened["kept"]) == 4 and screened["episodes"] == 8
     assert result.steps == 2 and [m["step"] for m in result.metrics] == [1, 2]
     assert result.checkpoint == tmp_path / "run" / "checkpoints" / "checkpoint-2"
     before, after = load_file(tiny / "model.safetensors"), load_file(result.checkpoint / "model.safetensors")

@@ -95,6 +95,29 @@ def test_default_space_fits_every_shipped_harness_and_every_sample_builds(harnes
         study.tell(trial, 0.0)
 
 
+@pytest.mark.parametrize("name", ["compact", "runtime"])
+def test_smaller_shipped_spaces_fit_mini_bash_and_runtime_keeps_the_prompts(name):
+    base = load_harness(ROOT / "harnesses" / "mini_bash.yaml")
+    space = load_space(ROOT / "search_spaces" / f"{name}.yaml", base)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=2))
+    for _ in range(10):
+        trial = study.ask()
+        built = base.with_overrides(split_overrides(space.suggest(trial, space.harness_params))[0])
+        if name == "runtime":  # what the tiny model was trained on stays as it was
+            assert (built.templates, built.action_format) == (base.templates, base.action_format)
+        study.tell(trial, 0.0)
+
+
+def test_the_quickstart_config_loads_with_its_space_and_grpo_options():
+    from coevo.search.weights import GRPO_DEFAULTS
+    from coevo.train.grpo_spec import spec_from_dict
+
+    config = load_config(ROOT / "search_spaces" / "quickstart.yaml")
+    load_space(config.space, load_harness(config.harness).with_overrides(config.overrides))
+    spec = spec_from_dict({**GRPO_DEFAULTS, **config.train}, "quickstart train")
+    assert spec.screen_samples > 0 and spec.drop_no_signal_groups
+
+
 def test_train_keys_are_grpo_options(tmp_path):
     path = tmp_path / "space.yaml"
     path.write_text("train.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-3, log: true}\n"

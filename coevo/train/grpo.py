@@ -125,6 +125,8 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
     policy = HFPolicy(model_dir, device=device, dtype=dtype)
+    if spec.screen_samples:
+        tasks = _screened(tasks, harness, policy, spec, out_dir, console)
     bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print)
     step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps, console)
     budget = [TimeBudget(spec.max_minutes)] if spec.max_minutes else []
@@ -143,6 +145,20 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     info = {"base_model": str(model_dir), "harness": harness.name, "spec": spec.model_dump(mode="json")}
     trainer.add_callback(AtomicCheckpoints(out_dir, spec.keep_checkpoints, info))
     return trainer
+
+
+def _screened(tasks: list, harness, policy, spec: GRPOSpec, out_dir: Path, console) -> list:
+    """The tasks to train on: screened once per run (a resumed run reuses its screen)."""
+    from coevo.train import screen
+
+    names = {t.name for t in tasks}
+    done = screen.load(out_dir)
+    if done is None or not set(done.kept) <= names:
+        done = screen.screen(tasks, harness, policy, spec.screen_samples, spec.reward, spec.seed)
+        screen.save(done, out_dir)
+    console.print(screen.describe(done, len(tasks)))
+    kept = set(done.kept)
+    return [t for t in tasks if t.name in kept]
 
 
 def grpo_config(spec: GRPOSpec, harness, out_dir: Path, device: str = "cpu"):

@@ -76,6 +76,10 @@ class GRPOSpec(BaseModel):
     """`binary`: the verifier's reward; `partial`: the mean of its per-check credits (reward.json)."""
     drop_no_signal_groups: bool = False
     """Mask groups whose rewards are all equal (zero advantage) out of the loss and its token count."""
+    screen_samples: int = Field(0, ge=0)
+    """Before step 1, roll out every task this many times and train only on the families whose episodes
+    disagree (coevo.train.screen); 0: train on every task. Groups of never- or always-solved families carry
+    no signal."""
     rollout_dtype: Literal["fp32", "bf16"] = "fp32"
     """Precision of the rollout copy of the model (training stays fp32); bf16 shows a real mismatch on CPU."""
     mismatch: MismatchSpec = MismatchSpec()
