@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from sandbox_contract import SandboxContract
 
@@ -37,3 +39,24 @@ def test_missing_bubblewrap_is_a_clear_error_never_a_fallback(monkeypatch):
 def test_unknown_backend_names_the_valid_ones(task):
     with pytest.raises(ValueError, match="valid: local"):
         make_sandbox(task, backend="podman")
+
+
+def test_workspaces_of_dead_processes_are_swept_and_live_ones_kept(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import tempfile
+
+    from coevo.sandbox import local
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    orphan = tmp_path / f"{local.WORKSPACE_PREFIX}{dead.stdout.strip()}-abc"
+    mine = tmp_path / f"{local.WORKSPACE_PREFIX}{os.getpid()}-def"
+    for folder in (orphan, mine):
+        (folder / "app").mkdir(parents=True)
+    monkeypatch.setattr(local, "_swept", False)
+    with local.LocalSandbox() as sandbox:  # the first sandbox of a process sweeps
+        assert sandbox.workspace.name.startswith(f"{local.WORKSPACE_PREFIX}{os.getpid()}-")
+        assert sandbox.run("echo ok").output.strip() == "ok"
+    assert not orphan.exists() and mine.exists()

@@ -52,4 +52,6 @@ def test_screen_keeps_only_families_whose_episodes_disagree(tmp_path):
     flat = screen.screen([t for t in tasks if t.family != "learnable"], harness, ScriptedPolicy(alternate),
                          samples=2, reward="binary", seed=0)
     assert flat.signal == [] and len(flat.kept) == 4  # nothing to choose: train on everything
-    assert "no family showed signal" in screen.describe(flat, 4)
+    assert "0 families showed signal" in screen.describe(flat, 4)
+    few = screen.screen(tasks, harness, ScriptedPolicy(alternate), samples=2, reward="binary", seed=0, at_least=3)
+    assert few.signal == ["learnable"] and len(few.kept) == 6  # 2 tasks cannot fill a step of 3

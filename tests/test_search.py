@@ -131,6 +131,24 @@ def test_a_failing_trial_is_recorded_and_the_study_goes_on(suite, tmp_path):
     assert state.done  # the study went on and the run finished
 
 
+def test_a_failing_grpo_phase_keeps_the_weights_and_the_search_goes_on(suite, tmp_path):
+    from mlflow import MlflowClient
+
+    from coevo.search.config import load_config
+    from coevo.search.run import Search
+
+    config = load_config(write_config(tmp_path, suite, name="badtrain", schedule="h -> w", train={
+        "tasks_per_step": 500}, plan={"trials": 1, "dev_tasks": 4, "batches": 1, "test_tasks": 2, "top_k": 1}))
+    lines = []
+    state = Search(config, log=lines.append).run()
+    assert state.done and len(state.checkpoints) == 2 and state.checkpoints[1] == state.checkpoints[0]
+    assert any("w1: GRPO failed" in line and "tasks_per_step=500" in line for line in lines)
+    client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("badtrain").experiment_id], max_results=100)
+    w1 = next(r for r in runs if r.info.run_name == "w1")
+    assert "tasks_per_step=500" in w1.data.tags["error"]
+
+
 def _trials(db: Path, study: str) -> list[tuple[int, str, int]]:
     """(number, state, intermediate values reported) per trial, read straight from the sqlite file."""
     if not db.exists():

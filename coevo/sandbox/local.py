@@ -21,6 +21,34 @@ DEFAULT_ENV = {"PATH": PATH, "HOME": "/tmp", "USER": "nobody", "LOGNAME": "nobod
                "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
 
 
+WORKSPACE_PREFIX = "coevo-sbx-"
+_swept = False
+
+
+def sweep_orphans() -> None:
+    """Once per process: remove sandbox workspaces whose creating process is gone. A run killed with -9
+    cannot close its sandboxes; the pid in each workspace's name tells whose it is. A live pid (even a
+    reused one) keeps its folders."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    for folder in Path(tempfile.gettempdir()).glob(f"{WORKSPACE_PREFIX}*-*"):
+        pid = folder.name.removeprefix(WORKSPACE_PREFIX).split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 class LocalSandbox:
     """A private /app (seeded by the caller into `app_dir`), a private /tmp, and one bash session.
 
@@ -39,7 +67,8 @@ class LocalSandbox:
         timeout: float = 30.0,
         workdir: str = "/app",
     ):
-        self.workspace = Path(tempfile.mkdtemp(prefix="coevo-sbx-"))
+        sweep_orphans()
+        self.workspace = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{os.getpid()}-"))
         self.app_dir = app_dir or self.workspace / "app"
         self._owns_app = app_dir is None
         self.env = {**DEFAULT_ENV, **(env or {})}

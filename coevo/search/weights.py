@@ -19,8 +19,14 @@ def weights_phase(s, name: str, run_id: str) -> None:
 
     trained = s.state.step("trained")
     if trained is None:
-        ckpt, train_values = (train_study(s, name, run_id) if s.space.train_params and s.plan.train_trials > 1
-                              else (train_once(s, name, run_id, run_id, {}, s.run_dir / "checkpoints" / name), {}))
+        try:
+            ckpt, train_values = (train_study(s, name, run_id) if s.space.train_params and s.plan.train_trials > 1
+                                  else (train_once(s, name, run_id, run_id, {}, s.run_dir / "checkpoints" / name), {}))
+        except Exception as e:  # noqa: BLE001 - boundary: a failed w-phase keeps the weights, the search goes on
+            cause = f"{type(e).__name__}: {e}"
+            s.tracker.tags(run_id, {"error": cause[:5000]})
+            s.log(f"{name}: GRPO failed, the checkpoint stays {s.state.incumbent.checkpoint}: {cause[:300]}")
+            ckpt, train_values = s.state.incumbent.checkpoint, {}
         s.state.checkpoints.append(str(ckpt))
         trained = s.done_step("trained", checkpoint=str(ckpt), train=train_values)
         s.tracker.tags(run_id, {"checkpoint": str(ckpt)})

@@ -62,8 +62,9 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
     if resumed_from >= spec.steps:
         console.print(f"{out_dir}: already at step {resumed_from} of {spec.steps}; nothing to train")
         return _result(out_dir, start, resumed_from)
-    if not tasks:
-        raise ValueError("train_grpo: no tasks to train on")
+    if len(tasks) < spec.tasks_per_step:
+        raise ValueError(f"train_grpo: {len(tasks)} tasks cannot fill a step of tasks_per_step="
+                         f"{spec.tasks_per_step}; give more tasks or lower tasks_per_step")
     harness = _training_harness(harness, spec)
     _record_run(out_dir, model_dir, harness, tasks, spec, resumed_from)
     trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, console)
@@ -154,7 +155,8 @@ def _screened(tasks: list, harness, policy, spec: GRPOSpec, out_dir: Path, conso
     names = {t.name for t in tasks}
     done = screen.load(out_dir)
     if done is None or not set(done.kept) <= names:
-        done = screen.screen(tasks, harness, policy, spec.screen_samples, spec.reward, spec.seed)
+        done = screen.screen(tasks, harness, policy, spec.screen_samples, spec.reward, spec.seed,
+                             at_least=spec.tasks_per_step)
         screen.save(done, out_dir)
     console.print(screen.describe(done, len(tasks)))
     kept = set(done.kept)

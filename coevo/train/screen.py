@@ -30,8 +30,9 @@ class Screen:
     seconds: float = 0.0
 
 
-def screen(tasks: list, harness, policy, samples: int, reward: str, seed: int) -> Screen:
-    """Roll out `samples` episodes per task and keep the families with signal under `reward`."""
+def screen(tasks: list, harness, policy, samples: int, reward: str, seed: int, at_least: int = 1) -> Screen:
+    """Roll out `samples` episodes per task and keep the families with signal under `reward`; when they
+    hold fewer than `at_least` tasks (a step's worth), keep every task."""
     import time
 
     from coevo.rollout import rollout
@@ -47,7 +48,9 @@ def screen(tasks: list, harness, policy, samples: int, reward: str, seed: int) -
             by_family[family_of[t.task]].append(r)
     means = {f: sum(rs) / len(rs) for f, rs in sorted(by_family.items())}
     signal = [f for f, rs in sorted(by_family.items()) if min(rs) < max(rs)]
-    kept = [t.name for t in tasks if family_of[t.name] in signal] or [t.name for t in tasks]
+    kept = [t.name for t in tasks if family_of[t.name] in signal]
+    if len(kept) < at_least:
+        kept = [t.name for t in tasks]
     return Screen(kept, means, signal, len(trajectories), time.monotonic() - start)
 
 
@@ -63,8 +66,8 @@ def load(run_dir: Path) -> Screen | None:
 
 def describe(s: Screen, n_tasks: int) -> str:
     if len(s.kept) == n_tasks and len(s.signal) < len(s.families):
-        return (f"screen: no family showed signal in {s.episodes} episodes ({s.seconds:.0f}s); training on "
-                f"all {n_tasks} tasks")
+        return (f"screen: {len(s.signal)} families showed signal in {s.episodes} episodes ({s.seconds:.0f}s), "
+                f"too few tasks for a step; training on all {n_tasks} tasks")
     skipped = sorted(set(s.families) - set(s.signal))
     without = "; left out (mean reward): " + ", ".join(f"{f} {s.families[f]:.2f}" for f in skipped) if skipped else ""
     return (f"screen: {s.episodes} episodes in {s.seconds:.0f}s; training on {len(s.kept)} of {n_tasks} tasks, "
