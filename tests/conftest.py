@@ -51,3 +51,13 @@ def task(make_task):
     from coevo.tasks import load_task
 
     return load_task(make_task())
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    """A small generated suite with all three splits (train 38, dev 19, test 9)."""
+    from coevo.tasks.generate import generate_suite
+
+    out = tmp_path_factory.mktemp("suite") / "tasks"
+    generate_suite(out, seed=0, per_family=3)
+    return out

@@ -41,22 +41,20 @@ def test_unknown_backend_names_the_valid_ones(task):
         make_sandbox(task, backend="podman")
 
 
-def test_workspaces_of_dead_processes_are_swept_and_live_ones_kept(tmp_path, monkeypatch):
+def test_workspaces_of_dead_processes_are_swept_and_live_ones_kept(tmp_path):
     import subprocess
     import sys
-    import tempfile
 
     from coevo.sandbox import local
 
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
     orphan = tmp_path / f"{local.WORKSPACE_PREFIX}{dead.stdout.strip()}-abc"
     mine = tmp_path / f"{local.WORKSPACE_PREFIX}{os.getpid()}-def"
     for folder in (orphan, mine):
         (folder / "app").mkdir(parents=True)
-    monkeypatch.setattr(local, "_swept", False)
-    with local.LocalSandbox() as sandbox:  # the first sandbox of a process sweeps
+    local.sweep_orphans(tmp_path)
+    assert not orphan.exists() and mine.exists()
+    with local.LocalSandbox() as sandbox:  # a sandbox's own workspace names its process
         assert sandbox.workspace.name.startswith(f"{local.WORKSPACE_PREFIX}{os.getpid()}-")
         assert sandbox.run("echo ok").output.strip() == "ok"
-    assert not orphan.exists() and mine.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import shlex
@@ -22,21 +23,21 @@ DEFAULT_ENV = {"PATH": PATH, "HOME": "/tmp", "USER": "nobody", "LOGNAME": "nobod
 
 
 WORKSPACE_PREFIX = "coevo-sbx-"
-_swept = False
 
 
-def sweep_orphans() -> None:
-    """Once per process: remove sandbox workspaces whose creating process is gone. A run killed with -9
+@functools.cache
+def _sweep_once() -> None:
+    sweep_orphans(Path(tempfile.gettempdir()))
+
+
+def sweep_orphans(folder: Path) -> None:
+    """Remove the sandbox workspaces in `folder` whose creating process is gone. A run killed with -9
     cannot close its sandboxes; the pid in each workspace's name tells whose it is. A live pid (even a
-    reused one) keeps its folders."""
-    global _swept
-    if _swept:
-        return
-    _swept = True
-    for folder in Path(tempfile.gettempdir()).glob(f"{WORKSPACE_PREFIX}*-*"):
-        pid = folder.name.removeprefix(WORKSPACE_PREFIX).split("-")[0]
+    reused one) keeps its folders. The first sandbox of each process sweeps the temp folder."""
+    for workspace in folder.glob(f"{WORKSPACE_PREFIX}*-*"):
+        pid = workspace.name.removeprefix(WORKSPACE_PREFIX).split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(workspace, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
@@ -67,7 +68,7 @@ class LocalSandbox:
         timeout: float = 30.0,
         workdir: str = "/app",
     ):
-        sweep_orphans()
+        _sweep_once()
         self.workspace = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{os.getpid()}-"))
         self.app_dir = app_dir or self.workspace / "app"
         self._owns_app = app_dir is None

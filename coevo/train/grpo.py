@@ -69,9 +69,8 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
     _record_run(out_dir, model_dir, harness, tasks, spec, resumed_from)
     trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, console)
     caller_run = _mlflow_run_id()
-    console.print(f"GRPO: {len(trainer.train_dataset)} tasks, {spec.tasks_per_step} x {spec.group_size} episodes "
-                  "per step, "
-                  f"steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, "
+    console.print(f"GRPO: {len(trainer.train_dataset)} tasks, {spec.tasks_per_step} x {spec.group_size} "
+                  f"episodes per step, steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, "
                   f"harness {harness.name}"
                   + (f", resuming from {start}" if start else ""))
     failed = True

@@ -21,7 +21,7 @@ SCREEN_FILE = "screen.json"
 @dataclass
 class Screen:
     kept: list[str]
-    """Names of the tasks to train on (every task when no family showed signal)."""
+    """Names of the tasks to train on (every task when the families with signal cannot fill a step)."""
     families: dict[str, float] = field(default_factory=dict)
     """Family -> its mean reward over the screening episodes."""
     signal: list[str] = field(default_factory=list)

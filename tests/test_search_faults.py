@@ -1,0 +1,175 @@
+"""`coevo search` under faults: a failing trial, a failing GRPO phase, kill -9 and resume, and a second
+worker joining a running study. Real sqlite Optuna storage, real MLflow store, real sandboxes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from search_helpers import ROOT, SMALL_SPACE, write_config
+
+
+def test_a_failing_trial_is_recorded_and_the_study_goes_on(suite, tmp_path):
+    """bash_block with the file tools on is not a valid harness: the trial scores 0 with its cause."""
+    import optuna
+    from mlflow import MlflowClient
+
+    from coevo.search.config import load_config
+    from coevo.search.run import Search
+
+    (tmp_path / "extra").mkdir()
+    config = load_config(write_config(tmp_path, suite, name="failing", schedule="h", plan={
+        "trials": 2, "dev_tasks": 4, "batches": 1, "test_tasks": 2}))
+    space = SMALL_SPACE + "tools.read_file.enabled: {type: categorical, choices: [false, true]}\n"
+    Path(config.space).write_text(space)
+    storage = f"sqlite:///{config.run_dir / 'optuna.db'}"
+    config.run_dir.mkdir(parents=True)
+    study = optuna.create_study(study_name="failing.h1", storage=storage, direction="maximize")
+    study.enqueue_trial({"action_format.kind": "bash_block", "tools.read_file.enabled": True})
+    state = Search(config, log=lambda line: None).run()
+    trial = optuna.load_study(study_name="failing.h1", storage=storage).trials[0]
+    assert trial.state.name == "COMPLETE" and trial.value == 0.0
+    assert "bash_block' can express only the bash and submit tools" in trial.user_attrs["error"]
+    client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")
+    run = client.search_runs([client.get_experiment_by_name("failing").experiment_id], "tags.trial = '0'")[0]
+    assert run.info.status == "FAILED" and "can express only the bash" in run.data.tags["error"]
+    assert state.done  # the study went on and the run finished
+
+
+def test_a_failing_grpo_phase_keeps_the_weights_and_the_search_goes_on(suite, tmp_path):
+    from mlflow import MlflowClient
+
+    from coevo.search.config import load_config
+    from coevo.search.run import Search
+
+    config = load_config(write_config(tmp_path, suite, name="badtrain", schedule="h -> w", train={
+        "tasks_per_step": 500}, plan={"trials": 1, "dev_tasks": 4, "batches": 1, "test_tasks": 2, "top_k": 1}))
+    lines = []
+    state = Search(config, log=lines.append).run()
+    assert state.done and len(state.checkpoints) == 2 and state.checkpoints[1] == state.checkpoints[0]
+    assert any("w1: GRPO failed" in line and "tasks_per_step=500" in line for line in lines)
+    client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("badtrain").experiment_id], max_results=100)
+    w1 = next(r for r in runs if r.info.run_name == "w1")
+    assert "tasks_per_step=500" in w1.data.tags["error"]
+
+
+def _trials(db: Path, study: str) -> list[tuple[int, str, int]]:
+    """(number, state, intermediate values reported) per trial, read straight from the sqlite file."""
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(db, timeout=5) as con:
+            return con.execute(
+                "SELECT t.number, t.state, (SELECT COUNT(*) FROM trial_intermediate_values v WHERE v.trial_id = "
+                "t.trial_id) FROM trials t JOIN studies s ON t.study_id = s.study_id WHERE s.study_name = ? "
+                "ORDER BY t.number", (study,)).fetchall()
+    except sqlite3.OperationalError:  # tables not created yet
+        return []
+
+
+def test_kill_minus_9_then_resume_keeps_finished_work_and_retries_the_killed_trial(suite, tmp_path):
+    import optuna
+    from mlflow import MlflowClient
+
+    config_path = write_config(tmp_path, suite, name="killed", schedule="h", pruning=False, plan={
+        "trials": 5, "dev_tasks": 6, "batches": 2, "test_tasks": 3})
+    run_dir = tmp_path / "runs" / "killed"
+    db = run_dir / "optuna.db"
+    cmd = [sys.executable, "-m", "coevo.cli", "search"]
+    proc = subprocess.Popen([*cmd, str(config_path)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:  # kill in the middle of a trial, after two have finished
+            rows = _trials(db, "killed.h1")
+            if [s for _, s, _ in rows].count("COMPLETE") >= 2 and any(s == "RUNNING" and n for _, s, n in rows):
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            time.sleep(0.1)
+        else:
+            pytest.fail("no trial was running in time")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    killed = next(number for number, state, _ in _trials(db, "killed.h1") if state == "RUNNING")
+    weights = run_dir / "model" / "model.safetensors"  # the generation-0 checkpoint
+    stamp = weights.stat().st_mtime_ns
+    study = optuna.load_study(study_name="killed.h1", storage=f"sqlite:///{db}")
+    done = {t.number: (t.params, t.value) for t in study.trials if t.state.name == "COMPLETE"}
+
+    result = subprocess.run([*cmd, "--resume", str(run_dir)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "marked" in result.stdout and "left RUNNING as KILLED" in result.stdout
+    assert weights.stat().st_mtime_ns == stamp  # the checkpoint was kept, not rebuilt
+    study = optuna.load_study(study_name="killed.h1", storage=f"sqlite:///{db}")
+    trials = {t.number: t for t in study.trials}
+    for number, (params, value) in done.items():  # finished trials untouched
+        assert trials[number].params == params and trials[number].value == value
+    assert trials[killed].state.name == "FAIL"
+    retry = next(t for t in study.trials if t.system_attrs.get("failed_trial") == killed)
+    assert retry.state.name == "COMPLETE" and retry.params == trials[killed].params
+    assert sum(t.state.name == "COMPLETE" for t in study.trials) == 5
+    client = MlflowClient(f"sqlite:///{run_dir / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("killed").experiment_id], max_results=500)
+    status = {r.info.run_name: r.info.status for r in runs}
+    assert status[f"h1 #{killed}"] == "KILLED" and status[f"h1 #{retry.number}"] == "FINISHED"
+    assert status["search killed"] == "FINISHED" and status["h1"] == "FINISHED"
+    assert json.loads((run_dir / "state.json").read_text())["done"]
+
+
+def test_a_second_worker_joins_the_harness_phase_on_the_shared_storage(suite, tmp_path):
+    import optuna
+
+    # A long grace period: the first worker is paused below and must not look dead meanwhile.
+    config_path = write_config(tmp_path, suite, name="shared", pruning=False, grace_period=600, plan={
+        "trials": 10, "dev_tasks": 6, "batches": 1, "test_tasks": 3})
+    run_dir = tmp_path / "runs" / "shared"
+    db = run_dir / "optuna.db"
+    cmd = [sys.executable, "-m", "coevo.cli", "search"]
+    main = subprocess.Popen([*cmd, str(config_path)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    worker = None
+
+    def complete() -> int:
+        return sum(state == "COMPLETE" for _, state, _ in _trials(db, "shared.h1"))
+
+    try:
+        deadline = time.monotonic() + 180
+        while not complete():
+            assert main.poll() is None and time.monotonic() < deadline, main.stderr.read().decode()[-3000:]
+            time.sleep(0.2)
+        # Pause the first worker: what completes meanwhile is the joiner's, whatever the machine's load.
+        os.kill(main.pid, signal.SIGSTOP)
+        before = complete()
+        worker = subprocess.Popen([*cmd, "--join", str(run_dir)], cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 240
+        while complete() == before and worker.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        joined_alone = complete() - before
+        os.kill(main.pid, signal.SIGCONT)
+        out, err = worker.communicate(timeout=300)
+        assert worker.returncode == 0, err[-3000:]
+        assert main.wait(300) == 0
+    finally:
+        for process in (main, worker):
+            if process is not None and process.poll() is None:
+                os.kill(process.pid, signal.SIGCONT)
+                process.kill()
+    ran = int(out.split("ran ")[1].split()[0])
+    study = optuna.load_study(study_name="shared.h1", storage=f"sqlite:///{db}")
+    finished = [t for t in study.trials if t.state.name == "COMPLETE"]
+    # The joiner completed trials while the first worker was paused, and both kept to one shared budget
+    # (at most one over: the trial each was running when the budget filled).
+    assert joined_alone >= 1 and ran >= joined_alone
+    assert 10 <= len(finished) <= 11
+    assert json.loads((run_dir / "state.json").read_text())["done"]
