@@ -39,7 +39,10 @@ class HarnessSensitivePolicy(OraclePolicy):
     def __init__(self, harness, tasks, seed: int = 0, tokenizer=None):
         super().__init__(harness, tasks, tokenizer=tokenizer)
         self.seed, self.p = seed, error_rate(harness)
-        self.key = hashlib.sha256(harness.model_dump_json(exclude={"name", "description"}).encode()).hexdigest()
+        # What the harness does, not where its templates live: an exported bundle carries its own prompts/
+        # folder and must draw the same episodes as the run it came from.
+        behaviour = harness.model_dump_json(exclude={"name", "description", "prompts_dir"})
+        self.key = hashlib.sha256(behaviour.encode()).hexdigest()
 
     def _oracle_reply(self, request: GenerationRequest, turn: int) -> str:
         from coevo.harness import render_action
