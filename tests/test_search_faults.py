@@ -65,14 +65,18 @@ def _trials(db: Path, study: str) -> list[tuple[int, str, int]]:
     """(number, state, intermediate values reported) per trial, read straight from the sqlite file."""
     if not db.exists():
         return []
-    try:
-        with sqlite3.connect(db, timeout=5) as con:
-            return con.execute(
-                "SELECT t.number, t.state, (SELECT COUNT(*) FROM trial_intermediate_values v WHERE v.trial_id = "
-                "t.trial_id) FROM trials t JOIN studies s ON t.study_id = s.study_id WHERE s.study_name = ? "
-                "ORDER BY t.number", (study,)).fetchall()
-    except sqlite3.OperationalError:  # tables not created yet
-        return []
+    for _ in range(50):
+        try:
+            with sqlite3.connect(db, timeout=5) as con:
+                return con.execute(
+                    "SELECT t.number, t.state, (SELECT COUNT(*) FROM trial_intermediate_values v WHERE v.trial_id"
+                    " = t.trial_id) FROM trials t JOIN studies s ON t.study_id = s.study_id WHERE s.study_name = ?"
+                    " ORDER BY t.number", (study,)).fetchall()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):  # the search has not created its tables yet
+                return []
+            time.sleep(0.1)  # locked by a worker's write: an empty answer here would read as trials lost
+    raise TimeoutError(f"{db}: still locked after 50 tries")
 
 
 def test_kill_minus_9_then_resume_keeps_finished_work_and_retries_the_killed_trial(suite, tmp_path):
