@@ -79,6 +79,29 @@ def _trials(db: Path, study: str) -> list[tuple[int, str, int]]:
     raise TimeoutError(f"{db}: still locked after 50 tries")
 
 
+def _pause_between_writes(pid: int, stores: list[Path]) -> None:
+    """SIGSTOP a worker at a moment it holds no lock on the run's sqlite stores.
+
+    A worker stopped mid-write would hold its lock for as long as it is stopped, and every other worker's
+    write would wait on it, then fail with "database is locked": a hang, not what the test is about.
+    """
+    for _ in range(200):
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for store in stores:
+                con = sqlite3.connect(store, timeout=0.2, isolation_level=None)
+                try:
+                    con.execute("BEGIN EXCLUSIVE")
+                    con.execute("ROLLBACK")
+                finally:
+                    con.close()
+            return
+        except sqlite3.OperationalError:
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.05)
+    raise TimeoutError(f"{stores}: never free of the worker's locks")
+
+
 def test_kill_minus_9_then_resume_keeps_finished_work_and_retries_the_killed_trial(suite, tmp_path):
     import optuna
     from mlflow import MlflowClient
@@ -152,7 +175,7 @@ def test_a_second_worker_joins_the_harness_phase_on_the_shared_storage(suite, tm
             assert main.poll() is None and time.monotonic() < deadline, main.stderr.read().decode()[-3000:]
             time.sleep(0.2)
         # Pause the first worker: what completes meanwhile is the joiner's, whatever the machine's load.
-        os.kill(main.pid, signal.SIGSTOP)
+        _pause_between_writes(main.pid, [db, run_dir / "mlflow.db"])
         before = complete()
         worker = subprocess.Popen([*cmd, "--join", str(run_dir)], cwd=ROOT, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)

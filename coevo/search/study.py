@@ -30,6 +30,9 @@ def make_storage(url: str, heartbeat_interval: int, grace_period: int) -> optuna
     """Any SQLAlchemy URL (sqlite:///runs/x/optuna.db, postgresql://...), with heartbeats."""
     from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
+    from coevo.search.sqlite_wal import enable_wal
+
+    enable_wal(url)
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

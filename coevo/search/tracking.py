@@ -55,6 +55,9 @@ class Tracker:
     def __init__(self, uri: str, experiment: str, artifact_root: Path | None):
         from mlflow import MlflowClient
 
+        from coevo.search.sqlite_wal import enable_wal
+
+        enable_wal(uri)
         self.uri = uri
         self.client = MlflowClient(uri)
         found = self.client.get_experiment_by_name(experiment)
