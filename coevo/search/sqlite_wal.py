@@ -9,6 +9,7 @@ The mode is stored in the database file, so setting it once, before the store op
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 PREFIX = "sqlite:///"
@@ -20,6 +21,5 @@ def enable_wal(url: str) -> None:
         return
     path = Path(url[len(PREFIX):])
     path.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(path, timeout=60) as con:
+    with closing(sqlite3.connect(path, timeout=60)) as con:  # sqlite3's own `with` commits but never closes
         con.execute("PRAGMA journal_mode=WAL")
-    con.close()
