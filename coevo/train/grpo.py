@@ -128,6 +128,12 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     policy = HFPolicy(model_dir, device=device, dtype=dtype)
     if spec.screen_samples:
         tasks = _screened(tasks, harness, policy, spec, out_dir, console)
+    if spec.fresh_instances:
+        from coevo.train.fresh import fresh_instances
+
+        tasks = fresh_instances(tasks, spec.steps * spec.tasks_per_step, out_dir / "fresh_tasks", spec.seed)
+        console.print(f"fresh instances: {len(tasks)} of {len({t.family for t in tasks})} families, each used "
+                      "at most once")
     bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print)
     step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps, console)
     budget = [TimeBudget(spec.max_minutes)] if spec.max_minutes else []

@@ -80,6 +80,10 @@ class GRPOSpec(BaseModel):
     """Before step 1, roll out every task this many times and train only on the families whose episodes
     disagree (coevo.train.screen); 0: train on every task. Groups of never- or always-solved families carry
     no signal."""
+    fresh_instances: bool = False
+    """Train on never-seen instances of the (screened) tasks' families, drawn from their generated suite, one
+    per task slot of the run, instead of on the tasks themselves (coevo.train.fresh). With 9 instances per
+    family the tiny model memorises them: +20 points on its own train tasks, none on new instances."""
     rollout_dtype: Literal["fp32", "bf16"] = "fp32"
     """Precision of the rollout copy of the model (training stays fp32); bf16 shows a real mismatch on CPU."""
     mismatch: MismatchSpec = MismatchSpec()
