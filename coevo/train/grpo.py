@@ -140,7 +140,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     trainer = GRPOTrainer(
         model=model, reward_funcs=[bridge.reward_func()], args=grpo_config(spec, harness, out_dir, device),
         train_dataset=Dataset.from_list([{"prompt": t.name} for t in tasks]), processing_class=tokenizer,
-        rollout_func=bridge, callbacks=[step_log, *budget],
+        rollout_func=bridge, callbacks=[step_log, *budget], optimizers=(_optimizer(model, spec), None),
     )
     trainer.remove_callback(PrinterCallback)  # StepLog prints one rich line per step instead
     # Order matters: StepLog adds time/train to the logs before the reporters see them, and checkpoints
@@ -152,6 +152,29 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     info = {"base_model": str(model_dir), "harness": harness.name, "spec": spec.model_dump(mode="json")}
     trainer.add_callback(AtomicCheckpoints(out_dir, spec.keep_checkpoints, info))
     return trainer
+
+
+def _optimizer(model, spec: GRPOSpec):
+    """AdamW with one parameter group per `spec.lr_multipliers` pattern; None (TRL builds its own) without."""
+    from fnmatch import fnmatchcase
+
+    import torch
+
+    if not spec.lr_multipliers:
+        return None
+    groups = {pattern: [] for pattern in [*spec.lr_multipliers, None]}
+    for name, param in model.named_parameters():
+        pattern = next((p for p in spec.lr_multipliers if fnmatchcase(name, p)), None)
+        groups[pattern].append(param)
+    unmatched = [p for p in spec.lr_multipliers if not groups[p]]
+    if unmatched:
+        names = [n for n, _ in model.named_parameters()]
+        raise ValueError(f"GRPO spec: lr_multipliers: {unmatched} match no parameter (names look like "
+                         f"{names[0]!r}, {names[-1]!r})")
+    lr = spec.learning_rate
+    return torch.optim.AdamW(
+        [{"params": params, "lr": lr * (spec.lr_multipliers[p] if p else 1.0)} for p, params in groups.items()
+         if params], lr=lr, weight_decay=spec.weight_decay)
 
 
 def _screened(tasks: list, harness, policy, spec: GRPOSpec, out_dir: Path, console) -> list:

@@ -7,7 +7,7 @@ option. Importing this module is cheap (no torch, no TRL).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -48,6 +48,11 @@ class GRPOSpec(BaseModel):
     """Learning-rate schedule over `steps` (transformers' names)."""
     warmup_steps: int = Field(0, ge=0)
     """Linear warmup steps (schedules with warmup)."""
+    lr_multipliers: dict[str, Annotated[float, Field(gt=0)]] = {}
+    """Learning-rate multiplier per parameter-name pattern (fnmatch), e.g. {"model.norm.*": 50}: the first
+    matching pattern wins, other parameters train at `learning_rate`. Every pattern must match a parameter.
+    GRPO's first gain on a small model is sharpening the output distribution; the final norm's gain is
+    its temperature, and at a rate safe for the rest of the model it moves too slowly for a short run."""
     weight_decay: float = Field(0.0, ge=0)
     """AdamW decoupled weight decay."""
     max_grad_norm: float = Field(1.0, gt=0)
