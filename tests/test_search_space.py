@@ -115,8 +115,7 @@ def test_the_quickstart_config_loads_with_its_space_and_grpo_options():
     config = load_config(ROOT / "search_spaces" / "quickstart.yaml")
     load_space(config.space, load_harness(config.harness).with_overrides(config.overrides))
     spec = spec_from_dict({**GRPO_DEFAULTS, **config.train}, "quickstart train")
-    assert spec.screen_samples > 0 and spec.drop_no_signal_groups and spec.fresh_instances
-    assert spec.lr_multipliers == {"model.norm.weight": 100} and spec.temperature == 1.0
+    assert spec.screen_samples > 0 and spec.drop_no_signal_groups
 
 
 def test_train_keys_are_grpo_options(tmp_path):
