@@ -206,6 +206,8 @@ def test_lr_multipliers_give_matching_parameters_their_own_rate(tiny):
     assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
     with pytest.raises(ValueError, match=r"\['lm_head.bias'\] match no parameter"):
         _optimizer(model, GRPOSpec(lr_multipliers={"lm_head.bias": 2.0}))
+    assert GRPOSpec().with_overrides({"lr_multipliers.model.norm.weight": 100}).lr_multipliers == {
+        "model.norm.weight": 100}
     with pytest.raises(ValueError, match=r"cfg.yaml: field 'lr_multipliers.model.norm.weight': .*greater than 0"):
         spec_from_dict({"lr_multipliers": {"model.norm.weight": 0}}, "cfg.yaml")
 

@@ -109,9 +109,14 @@ class GRPOSpec(BaseModel):
     """Any other TRL `GRPOConfig` option, passed through as is (e.g. {"top_entropy_quantile": 0.2})."""
 
     def with_overrides(self, overrides: dict[str, Any]) -> GRPOSpec:
-        """A new validated spec with dotted fields replaced: {"beta": 0.01, "mismatch.action": "skip"}."""
+        """A new validated spec with dotted fields replaced: {"beta": 0.01, "mismatch.action": "skip"};
+        under `trl` and `lr_multipliers` the rest of the path is one key ("lr_multipliers.model.norm.weight")."""
         data = self.model_dump()
         for path, value in overrides.items():
+            head, _, key = path.partition(".")
+            if head in ("trl", "lr_multipliers") and key:  # free-form keys: a parameter name has dots
+                data[head][key] = value
+                continue
             node, parts = data, path.split(".")
             for part in parts[:-1]:
                 if not isinstance(node.get(part), dict):
