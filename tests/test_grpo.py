@@ -192,20 +192,23 @@ def test_spec_overrides_and_errors():
         spec_from_dict({"tasks_per_step": 2, "group_size": 4, "micro_batch_size": 3}, "cfg.yaml")
 
 
-def test_lr_multipliers_give_matching_parameters_their_own_rate(tiny):
+def test_lr_multipliers_give_matching_parameters_their_own_rate(tiny, harness, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from coevo.train.grpo import GRPOSpec, _optimizer, spec_from_dict
+    from coevo.train.grpo import GRPOSpec, _optimizer, grpo_config, spec_from_dict
+
+    def optimizer_of(spec):
+        return _optimizer(model, spec, grpo_config(spec, harness, tmp_path))
 
     model = AutoModelForCausalLM.from_pretrained(tiny)
-    assert _optimizer(model, GRPOSpec()) is None  # TRL builds its default optimizer
-    optimizer = _optimizer(model, GRPOSpec(learning_rate=1e-3, lr_multipliers={"model.norm.*": 50}))
+    assert optimizer_of(GRPOSpec()) is None  # TRL builds its default optimizer
+    optimizer = optimizer_of(GRPOSpec(learning_rate=1e-3, lr_multipliers={"model.norm.*": 50}))
     groups = sorted(optimizer.param_groups, key=lambda g: g["lr"])
     assert [g["lr"] for g in groups] == [1e-3, pytest.approx(5e-2)]
     assert groups[1]["params"] == [model.model.norm.weight]
     assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
     with pytest.raises(ValueError, match=r"\['lm_head.bias'\] match no parameter"):
-        _optimizer(model, GRPOSpec(lr_multipliers={"lm_head.bias": 2.0}))
+        optimizer_of(GRPOSpec(lr_multipliers={"lm_head.bias": 2.0}))
     assert GRPOSpec().with_overrides({"lr_multipliers.model.norm.weight": 100}).lr_multipliers == {
         "model.norm.weight": 100}
     with pytest.raises(ValueError, match=r"cfg.yaml: field 'lr_multipliers.model.norm.weight': .*greater than 0"):

@@ -137,10 +137,11 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print)
     step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps, console)
     budget = [TimeBudget(spec.max_minutes)] if spec.max_minutes else []
+    args = grpo_config(spec, harness, out_dir, device)
     trainer = GRPOTrainer(
-        model=model, reward_funcs=[bridge.reward_func()], args=grpo_config(spec, harness, out_dir, device),
+        model=model, reward_funcs=[bridge.reward_func()], args=args,
         train_dataset=Dataset.from_list([{"prompt": t.name} for t in tasks]), processing_class=tokenizer,
-        rollout_func=bridge, callbacks=[step_log, *budget], optimizers=(_optimizer(model, spec), None),
+        rollout_func=bridge, callbacks=[step_log, *budget], optimizers=(_optimizer(model, spec, args), None),
     )
     trainer.remove_callback(PrinterCallback)  # StepLog prints one rich line per step instead
     # Order matters: StepLog adds time/train to the logs before the reporters see them, and checkpoints
@@ -154,27 +155,26 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     return trainer
 
 
-def _optimizer(model, spec: GRPOSpec):
-    """AdamW with one parameter group per `spec.lr_multipliers` pattern; None (TRL builds its own) without."""
+def _optimizer(model, spec: GRPOSpec, args):
+    """The optimizer the Trainer would build from `args`, with one parameter group per `spec.lr_multipliers`
+    pattern; None (the Trainer builds its own) without multipliers."""
     from fnmatch import fnmatchcase
 
-    import torch
+    from transformers import Trainer
 
     if not spec.lr_multipliers:
         return None
     groups = {pattern: [] for pattern in [*spec.lr_multipliers, None]}
     for name, param in model.named_parameters():
-        pattern = next((p for p in spec.lr_multipliers if fnmatchcase(name, p)), None)
-        groups[pattern].append(param)
+        groups[next((p for p in spec.lr_multipliers if fnmatchcase(name, p)), None)].append(param)
     unmatched = [p for p in spec.lr_multipliers if not groups[p]]
     if unmatched:
         names = [n for n, _ in model.named_parameters()]
         raise ValueError(f"GRPO spec: lr_multipliers: {unmatched} match no parameter (names look like "
                          f"{names[0]!r}, {names[-1]!r})")
-    lr = spec.learning_rate
-    return torch.optim.AdamW(
-        [{"params": params, "lr": lr * (spec.lr_multipliers[p] if p else 1.0)} for p, params in groups.items()
-         if params], lr=lr, weight_decay=spec.weight_decay)
+    cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(args, model)
+    return cls([{"params": params, "lr": kwargs["lr"] * spec.lr_multipliers.get(p, 1.0),
+                 "weight_decay": args.weight_decay} for p, params in groups.items() if params], **kwargs)
 
 
 def _screened(tasks: list, harness, policy, spec: GRPOSpec, out_dir: Path, console) -> list:

@@ -121,7 +121,7 @@ class GRPOSpec(BaseModel):
             for part in parts[:-1]:
                 if not isinstance(node.get(part), dict):
                     raise ValueError(  # noqa: TRY004 - a bad dotted path is a value error for the callerf"GRPO spec: '{path}': '{part}' is not a section "
-                                     "(sections: mismatch, trl)")
+                                     "(sections: mismatch, trl, lr_multipliers)")
                 node = node[part]
             node[parts[-1]] = value
         return spec_from_dict(data, source="GRPO spec with overrides")
