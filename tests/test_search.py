@@ -60,6 +60,13 @@ def test_search_runs_trials_tracks_every_pair_and_ends_with_the_test_table(finis
     assert "plots/optimization_history.png" in plots
     parent = client.get_run(state.parent_run)
     assert "test/co-evolved/pass_at_1" in parent.data.metrics
+    co = state.test["co-evolved"]  # the verdict: co-evolved against each single lever, paired on the same tasks
+    for row in ("harness-only", "weights-only"):
+        other = state.test[row]["per_task"]
+        gain = sum(co["per_task"][t] - other[t] for t in other) / len(other)
+        assert co["vs"][row][0] == pytest.approx(gain) == parent.data.metrics[f"test/co-evolved/vs_{row}/gain"]
+        assert co["vs"][row][1] <= gain <= co["vs"][row][2]
+    assert co["beats_single_levers"] == all(co["vs"][row][1] > 0 for row in co["vs"])
     assert {"test_table.md", "plots"} <= {a.path for a in client.list_artifacts(state.parent_run)}
 
 

@@ -5,6 +5,9 @@ interval, and each one's paired gain over the baseline (in the search's objectiv
     harness-only   the harness accepted for the generation-0 checkpoint x that checkpoint
     weights-only   base harness x the last trained checkpoint
     co-evolved     the incumbent pair (accepted harness x accepted checkpoint)
+
+Under the table, the verdict the search exists for: co-evolved's paired gain over each single-lever row, and
+whether both intervals clear zero.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 ROWS = ("baseline", "harness-only", "weights-only", "co-evolved")
+SINGLE_LEVERS = ("harness-only", "weights-only")
 
 
 def row_pairs(s) -> dict[str, tuple[dict, str, int, str]]:
@@ -50,6 +54,13 @@ def test_table(s) -> dict[str, dict[str, Any]]:
                                                                                    seed=s.config.seed)
         s.tracker.metrics(s.state.parent_run, {f"test/{row}/{k}": record[k] for k in (
             "pass_at_1", "ci_low", "ci_high", "mean_reward", "gain", "gain_low", "gain_high")})
+    co = s.state.test["co-evolved"]
+    co["vs"] = {row: paired_bootstrap(s.state.test[row]["per_task"], co["per_task"], seed=s.config.seed)
+                for row in SINGLE_LEVERS}
+    co["beats_single_levers"] = all(low > 0 for _, low, _ in co["vs"].values())
+    s.tracker.metrics(s.state.parent_run, {f"test/co-evolved/vs_{row}/{k}": v for row, gain in co["vs"].items()
+                                           for k, v in zip(("gain", "gain_low", "gain_high"), gain, strict=True)})
+    s.tracker.metrics(s.state.parent_run, {"test/co-evolved/beats_single_levers": float(co["beats_single_levers"])})
     text = markdown(s.state.test, len(s.test), s.config.objective)
     s.tracker.text(s.state.parent_run, text, "test_table.md")
     s.tracker.text(s.state.parent_run, _json(s.state.test), "test_table.json")
@@ -76,7 +87,20 @@ def markdown(test: dict[str, dict], n_tasks: int, objective: str = "pass_at_1") 
         gain = "—" if row == "baseline" else f"{r['gain']:+.3f} [{r['gain_low']:+.3f}, {r['gain_high']:+.3f}]"
         lines.append(f"| {row} | {harness} | g{r['generation']} | {r['pass_at_1']:.3f} [{r['ci_low']:.3f}, "
                      f"{r['ci_high']:.3f}] | {gain} | {r['mean_reward']:.3f} | {r['mean_turns']:.1f} |")
+    co = test.get("co-evolved", {})
+    if "vs" in co:
+        lines += ["", verdict(co, name)]
     return "\n".join(lines) + "\n"
+
+
+def verdict(co: dict, name: str) -> str:
+    """One sentence: co-evolved against each single lever (paired, same tasks and seeds), and why not."""
+    versus = "; ".join(f"vs {row} {g:+.3f} [{lo:+.3f}, {hi:+.3f}]" for row, (g, lo, hi) in co["vs"].items())
+    if co["beats_single_levers"]:
+        return f"Co-evolved beats both single levers beyond the paired 95% interval ({name}: {versus})."
+    why = (f": it is the {co['same_as']} pair, as no later pair cleared the acceptance test on dev"
+           if co.get("same_as") else "")
+    return f"Co-evolved does not beat both single levers beyond the paired 95% interval{why} ({name}: {versus})."
 
 
 def _json(test: dict) -> str:
