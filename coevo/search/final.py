@@ -58,9 +58,10 @@ def test_table(s) -> dict[str, dict[str, Any]]:
     co["vs"] = {row: paired_bootstrap(s.state.test[row]["per_task"], co["per_task"], seed=s.config.seed)
                 for row in SINGLE_LEVERS}
     co["beats_single_levers"] = all(low > 0 for _, low, _ in co["vs"].values())
-    s.tracker.metrics(s.state.parent_run, {f"test/co-evolved/vs_{row}/{k}": v for row, gain in co["vs"].items()
-                                           for k, v in zip(("gain", "gain_low", "gain_high"), gain, strict=True)})
-    s.tracker.metrics(s.state.parent_run, {"test/co-evolved/beats_single_levers": float(co["beats_single_levers"])})
+    s.tracker.metrics(s.state.parent_run, {
+        "test/co-evolved/beats_single_levers": float(co["beats_single_levers"]),
+        **{f"test/co-evolved/vs_{row}/{k}": v for row, gain in co["vs"].items()
+           for k, v in zip(("gain", "gain_low", "gain_high"), gain, strict=True)}})
     text = markdown(s.state.test, len(s.test), s.config.objective)
     s.tracker.text(s.state.parent_run, text, "test_table.md")
     s.tracker.text(s.state.parent_run, _json(s.state.test), "test_table.json")
