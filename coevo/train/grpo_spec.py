@@ -120,7 +120,8 @@ class GRPOSpec(BaseModel):
             node, parts = data, path.split(".")
             for part in parts[:-1]:
                 if not isinstance(node.get(part), dict):
-                    raise ValueError(  # noqa: TRY004 - a bad dotted path is a value error for the callerf"GRPO spec: '{path}': '{part}' is not a section "
+                    # A bad dotted path is a value error for the caller, not a type error.
+                    raise ValueError(f"GRPO spec: '{path}': '{part}' is not a section "  # noqa: TRY004
                                      "(sections: mismatch, trl, lr_multipliers)")
                 node = node[part]
             node[parts[-1]] = value
