@@ -17,6 +17,7 @@ The two protocols below are the seams between them. Records are plain dataclasse
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 __version__ = "0.1.0"
@@ -42,9 +43,13 @@ class ExecResult:
 class Sandbox(Protocol):
     """An isolated place for one episode: a private /app and one persistent shell.
 
-    Contract (tests/sandbox_contract.py checks it for every backend):
+    Contract (tests/sandbox_contract.py and tests/redteam.py check it for every backend):
     - `run` never executes outside the sandbox; cwd and exported variables persist between calls;
     - a command past its timeout is killed with everything it started, and the sandbox stays usable;
+    - `start` begins a session: a fresh shell, an empty /tmp, no saved cwd or exports; /app stays;
+    - `stop` kills every process in the sandbox and keeps its files (the verifier runs after it);
+    - `upload` copies a host folder in, owned by the sandbox's user; `download` copies one out,
+      never following a symlink on the host;
     - `close` leaves no process and no temporary directory behind, and may be called twice.
     """
 
@@ -55,6 +60,12 @@ class Sandbox(Protocol):
     def read_file(self, path: str) -> bytes: ...
 
     def write_file(self, path: str, data: bytes | str) -> None: ...
+
+    def upload(self, source: Path, dest: str) -> None: ...
+
+    def download(self, source: str, dest: Path) -> None: ...
+
+    def stop(self) -> None: ...
 
     def close(self) -> None: ...
 

@@ -1,6 +1,8 @@
-"""The verifier: a task's tests run only after the agent's sandbox is stopped and all its processes
-are gone, in a fresh sandbox over the agent's final /app, with a fresh /tests and an empty
-/logs/verifier. Harbor's conventions, so that third-party tasks run unchanged.
+"""The verifier: a task's tests go in only after the agent's sandbox is stopped and all its processes
+are gone. They run in a new session over the agent's final /app, with a fresh copy of tests/ at
+/tests and an empty /logs/verifier. Harbor's conventions, so that third-party tasks run unchanged.
+It needs only the Sandbox protocol (stop, upload, start, run, download, close), so every backend
+verifies the same way.
 
 A reward that cannot be read is a verifier error: recorded as such (distinct from a failed task)
 and scored 0.
@@ -11,14 +13,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coevo import Sandbox
 from coevo.errors import VerifierError
-from coevo.sandbox import Mount, hidden_paths, task_limits
-from coevo.sandbox.local import LocalSandbox
 from coevo.tasks.task import Task
 
 MAX_REWARD_BYTES = 1 << 16
@@ -41,32 +41,33 @@ class VerifyResult:
         return sum(self.checks.values()) / len(self.checks) if self.checks else self.reward
 
 
-def verify(task: Task, sandbox: LocalSandbox) -> VerifyResult:
-    """Stop the agent's sandbox, run the task's tests on its /app, then close it."""
+def verify(task: Task, sandbox: Sandbox) -> VerifyResult:
+    """Stop the agent's sandbox (every agent process is gone), run the task's tests on its /app in a
+    new session, then close it."""
     sandbox.stop()
     try:
-        return run_tests(task, sandbox.app_dir)
+        return run_tests(task, sandbox)
     finally:
         sandbox.close()
 
 
-def run_tests(task: Task, app_dir: Path) -> VerifyResult:
+def run_tests(task: Task, sandbox: Sandbox) -> VerifyResult:
+    """Put tests/ in at /tests and an empty /logs/verifier, start a fresh session (new shell, empty
+    /tmp, none of the agent's exports), run tests/test.sh and read the reward it wrote."""
     timeout = task.config.verifier.timeout_sec
     with tempfile.TemporaryDirectory(prefix="coevo-verify-") as tmp:
-        tests, logs = Path(tmp) / "tests", Path(tmp) / "logs"
-        shutil.copytree(task.path / "tests", tests, symlinks=True)
-        logs.mkdir()
-        checker = LocalSandbox(
-            app_dir=app_dir, env=task.env.env, hidden=hidden_paths(task), limits=task_limits(task),
-            mounts=[Mount(tests, "/tests", True), Mount(logs, "/logs/verifier", True)],
-            workdir=str(task.env.workdir), timeout=timeout,
-        )
-        with checker:
-            result = checker.run("bash /tests/test.sh")
+        empty, logs = Path(tmp) / "empty", Path(tmp) / "logs"
+        empty.mkdir()
+        sandbox.upload(task.path / "tests", "/tests")
+        sandbox.upload(empty, "/logs/verifier")
+        sandbox.start()
+        result = sandbox.run("bash /tests/test.sh", timeout=timeout)
         outcome = VerifyResult(reward=0.0, output=result.output, duration_s=result.duration_s)
         if result.timed_out:
             outcome.error = f"VerifierTimeout: tests/test.sh ran past verifier.timeout_sec={timeout:g}"
             return outcome
+        sandbox.stop()  # nothing the tests left running may write the reward while it is read
+        sandbox.download("/logs/verifier", logs)
         try:
             outcome.reward, outcome.checks = read_reward(logs)
         except VerifierError as e:

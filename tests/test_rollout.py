@@ -91,12 +91,13 @@ def test_more_episodes_than_max_active_run_in_waves_with_bounded_open_sandboxes(
 
     class Counted:
         def __init__(self, task):
-            self.inner = make_sandbox(task)
+            self.inner, self.opened = make_sandbox(task), False
 
-        def start(self):
+        def start(self):  # the verifier starts a second session in the same sandbox: not a new one
             with lock:
-                open_now[0] += 1
+                open_now[0] += not self.opened
                 most[0] = max(most[0], open_now[0])
+                self.opened = True
             return self.inner.start()
 
         def close(self):

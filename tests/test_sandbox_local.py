@@ -58,3 +58,36 @@ def test_workspaces_of_dead_processes_are_swept_and_live_ones_kept(tmp_path):
     with local.LocalSandbox() as sandbox:  # a sandbox's own workspace names its process
         assert sandbox.workspace.name.startswith(f"{local.WORKSPACE_PREFIX}{os.getpid()}-")
         assert sandbox.run("echo ok").output.strip() == "ok"
+
+
+def test_root_owned_0700_tests_and_solution_still_verify(make_task):
+    """As under Harbor, which uploads task files: the sandbox's uid gets its own copies."""
+    from coevo.tasks.check import check_task
+
+    folder = make_task("private")
+    for sub in ("tests", "solution"):
+        os.chmod(folder / sub, 0o700)
+        if os.geteuid() == 0:
+            os.chown(folder / sub, 0, 0)
+    row = check_task(folder)
+    assert row.ok and row.oracle == 1.0 and row.nothing == 0.0, row
+
+
+def test_host_paths_named_in_task_toml_are_bound_read_only_and_task_folders_refused(make_task, tmp_path):
+    from conftest import TASK_TOML
+
+    from coevo.errors import TaskError
+    from coevo.tasks import load_task
+
+    toolchain = tmp_path / "opt-toolchain"
+    (toolchain / "bin").mkdir(parents=True)
+    (toolchain / "bin" / "tool").write_text("#!/bin/sh\necho tool ran\n")
+    (toolchain / "bin" / "tool").chmod(0o755)
+    os.chmod(tmp_path, 0o755)  # pytest makes it 0700; a real /opt is world-readable
+    toml = TASK_TOML.replace("[environment]", f"[environment]\nhost_paths = [\"{toolchain}\"]")
+    with make_sandbox(load_task(make_task("tooled", task_toml=toml))) as sandbox:
+        assert sandbox.run(f"{toolchain}/bin/tool").output == "tool ran\n"
+        assert sandbox.run(f"touch {toolchain}/x").exit_code != 0
+    folder = make_task("greedy", task_toml=TASK_TOML.replace("[environment]", "[environment]\nhost_paths = [\"/\"]"))
+    with pytest.raises(TaskError, match=r"environment.host_paths\[0\] = '/': it holds task folders"):
+        make_sandbox(load_task(folder))

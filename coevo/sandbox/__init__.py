@@ -8,12 +8,13 @@ import shutil
 from pathlib import Path
 
 from coevo import Sandbox
+from coevo.errors import TaskError
 from coevo.sandbox.bwrap import Limits, Mount
 from coevo.tasks.task import Task
 
 BACKENDS = {"local": "coevo.sandbox.local.LocalSandbox"}
 
-__all__ = ["BACKENDS", "Limits", "Mount", "make_sandbox", "seed_app", "task_limits"]
+__all__ = ["BACKENDS", "Limits", "Mount", "host_mounts", "make_sandbox", "seed_app", "task_limits"]
 
 
 def make_sandbox(task: Task, backend: str = "local", **options) -> Sandbox:
@@ -23,14 +24,32 @@ def make_sandbox(task: Task, backend: str = "local", **options) -> Sandbox:
     module, _, name = BACKENDS[backend].rpartition(".")
     cls = getattr(importlib.import_module(module), name)
     task.env.require_local(task.name)
-    sandbox = cls(env=task.env.env, hidden=hidden_paths(task), limits=task_limits(task),
+    mounts = [*host_mounts(task), *options.pop("mounts", [])]
+    sandbox = cls(env=task.env.env, hidden=hidden_paths(task), limits=task_limits(task), mounts=mounts,
                   workdir=str(task.env.workdir), **options)
     seed_app(task, sandbox.app_dir)
     return sandbox
 
 
+def host_mounts(task: Task) -> list[Mount]:
+    """The host folders a task names in task.toml (`[environment] host_paths`), bound read-only at the
+    same path. None may hold a task folder: that would show tests and solutions to the agent."""
+    mounts = []
+    for i, raw in enumerate(task.config.environment.host_paths):
+        path = Path(raw)
+        where = f"task {task.name}: {task.path / 'task.toml'}: environment.host_paths[{i}] = {raw!r}"
+        if not path.is_absolute() or not path.is_dir():
+            raise TaskError(f"{where}: expected an absolute path of a host folder, such as /opt/toolchain")
+        hosted = task.path.resolve()
+        if path.resolve() in (hosted, *hosted.parents) or hosted.parent in path.resolve().parents:
+            raise TaskError(f"{where}: it holds task folders (tests, solutions); name a folder outside them")
+        mounts.append(Mount(path, str(path)))
+    return mounts
+
+
 def hidden_paths(task: Task) -> list[Path]:
-    """The task's own folder and its siblings hold tests and solutions: the agent must not see them."""
+    """The task's own folder and its siblings hold tests and solutions. The sandbox's root has none of
+    the host's other folders, so these matter only for a task set kept under a system folder."""
     path = task.path.resolve()
     return [path.parent, path]
 

@@ -1,15 +1,19 @@
-"""The bubblewrap command line: the host root read-only, private /app and /tmp, no network, own
-pid/ipc/uts namespaces, rlimits, and a non-root uid.
+"""The bubblewrap command line: a root made of the host's system folders only (read-only), a private
+/app, /tmp and /run, no network, own pid/ipc/uts namespaces, no new user namespaces, rlimits, and a
+non-root uid.
 
-The host's top-level entries are bound one by one (instead of `--ro-bind / /`) so that mount points
-that do not exist on the host (/app, /tests, /logs/verifier, /solution) can be created in bwrap's
-own tmpfs root without ever writing to the host.
+Nothing else of the host is there: no checkout and no .git, no run folders, no other tasks, no /home,
+/root, /srv, /opt, /mnt, /var or /sys. The root is bwrap's own tmpfs, so mount points (/app, /tests,
+/logs/verifier, /solution) are created there without ever writing to the host. A task that needs a
+host path (a toolchain in /opt) names it in task.toml, `[environment] host_paths`, and gets it
+read-only.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from functools import cache
@@ -18,10 +22,11 @@ from pathlib import Path
 from coevo.errors import SandboxUnavailableError
 
 NOBODY = 65534
-# Mounted fresh by bwrap or by us; never taken from the host.
-OWN_MOUNTS = {"proc", "dev", "tmp", "run", "app", "logs", "tests", "solution", "lost+found"}
-# Private to the host's users: API keys, credentials, other projects. Masked with an empty tmpfs.
-ALWAYS_HIDDEN = ("/root", "/home")
+# The host's top-level entries a task's userland needs: binaries, libraries and their config.
+SYSTEM = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc")
+# Readable by everyone, yet private to the host: masked even when their mode would allow reading.
+SECRETS = ("shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "environment",
+           "ssh", "ssl/private", "security/opasswd")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -55,41 +60,68 @@ def as_root() -> bool:
 
 
 @cache
-def _host_root_args() -> tuple[str, ...]:
+def system_root_args() -> tuple[str, ...]:
+    """The system folders, bound read-only (symlinks such as merged-usr /bin -> usr/bin are kept)."""
     args: list[str] = []
-    for entry in sorted(os.scandir("/"), key=lambda e: e.name):
-        if entry.name in OWN_MOUNTS:
-            continue
-        if entry.is_symlink():
-            args += ["--symlink", os.readlink(entry.path), entry.path]
-        elif entry.is_dir() or entry.is_file():
-            args += ["--ro-bind", entry.path, entry.path]
+    for name in SYSTEM:
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return (*args, *etc_mask_args())
+
+
+@cache
+def etc_mask_args() -> tuple[str, ...]:
+    """Cover /etc's secrets: the named ones, and every entry that is not world-readable."""
+    masked = {f"/etc/{name}" for name in SECRETS if os.path.lexists(f"/etc/{name}")}
+    for folder, dirs, files in os.walk("/etc"):
+        for name in [*dirs, *files]:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if not stat.S_ISLNK(mode) and not mode & stat.S_IROTH:
+                masked.add(path)
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in masked]
+    args: list[str] = []
+    for path in sorted(masked):
+        if any(path.startswith(other + "/") for other in masked):
+            continue  # its folder is masked already
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--tmpfs", path]
+        elif not os.path.islink(path):
+            args += ["--ro-bind", "/dev/null", path]
     return tuple(args)
 
 
-def bwrap_argv(
-    mounts: list[Mount], hidden: list[Path], env: dict[str, str], chdir: str, uid: int
-) -> list[str]:
+def bwrap_argv(mounts: list[Mount], hidden: list[Path], env: dict[str, str], chdir: str, uid: int,
+               seccomp_fd: int) -> list[str]:
     """argv that runs the rest of the command line (appended by the caller) inside the sandbox.
 
     rlimits are set by the shell itself, with builtins (see `Limits.ulimit_script`).
     """
-    argv = [require_bwrap(), *_host_root_args(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
-    for path in [*ALWAYS_HIDDEN, *map(str, hidden)]:
-        if os.path.isdir(path):
+    argv = [require_bwrap(), *system_root_args(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run",
+            "--dir", "/var", "--symlink", "/tmp", "/var/tmp"]
+    for path in map(str, hidden):  # a task set kept under a system folder (say /usr/share)
+        if os.path.isdir(path) and any(path.startswith(f"/{name}/") for name in SYSTEM):
             argv += ["--tmpfs", path]
     for m in mounts:
         if os.path.dirname(m.dest) not in ("/", "/run"):  # bwrap would make missing parents 0700
             argv += ["--dir", os.path.dirname(m.dest)]
         argv += ["--bind" if m.writable else "--ro-bind", str(m.host), m.dest]
     argv += ["--chdir", chdir, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-             "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+             "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv",
+             "--seccomp", str(seccomp_fd)]
     if not as_root():
         argv += ["--unshare-user"]  # unprivileged bwrap: the caller's own non-root uid inside
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    if as_root():
-        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    if as_root():  # drop to the sandbox uid with no capabilities, not even in the bounding set
+        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+                 "--bounding-set=-all", "--"]
     return argv
 
 

@@ -16,6 +16,7 @@ from typing import Self
 from coevo import ExecResult
 from coevo.errors import SandboxError
 from coevo.sandbox.bwrap import NOBODY, PATH, Limits, Mount, as_root, bwrap_argv
+from coevo.sandbox.seccomp import program_fd
 from coevo.sandbox.shell import STATE_DIR, CappedOutput, Shell, ShellDied
 
 DEFAULT_ENV = {"PATH": PATH, "HOME": "/tmp", "USER": "nobody", "LOGNAME": "nobody", "LANG": "C.UTF-8",
@@ -51,7 +52,8 @@ def _alive(pid: int) -> bool:
 
 
 class LocalSandbox:
-    """A private /app (seeded by the caller into `app_dir`), a private /tmp, and one bash session.
+    """A private /app (seeded by the caller into `app_dir`), a private /tmp, and one bash session over a
+    root of system folders only (see `bwrap_argv`).
 
     `app_dir` may be given to reuse an existing folder (the verifier runs on the agent's final /app);
     the sandbox then never deletes it.
@@ -77,12 +79,19 @@ class LocalSandbox:
         self.hidden = hidden or []
         self.limits, self.output_cap, self.timeout, self.workdir = limits or Limits(), output_cap, timeout, workdir
         self.uid = NOBODY if as_root() else os.getuid()
+        self.uploads: list[Mount] = []
         self._shell: Shell | None = None
         for sub in ("app", "tmp", "state"):
             (self.workspace / sub).mkdir(exist_ok=True)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
+        """Begin a session: a fresh shell with an empty /tmp and no saved cwd or exports. /app and the
+        uploaded folders stay (the verifier starts a new session over the agent's final /app)."""
+        self.stop()
+        for sub in ("tmp", "state"):
+            shutil.rmtree(self.workspace / sub, ignore_errors=True)
+            (self.workspace / sub).mkdir()
         if as_root():
             chown_tree(self.app_dir, self.uid)
             for sub in ("tmp", "state"):
@@ -94,13 +103,16 @@ class LocalSandbox:
 
     def _spawn(self) -> None:
         mounts = [Mount(self.app_dir, "/app", True), Mount(self.workspace / "tmp", "/tmp", True),
-                  Mount(self.workspace / "state", STATE_DIR, True), *self.mounts]
-        argv = bwrap_argv(mounts, self.hidden, self.env, self.workdir, self.uid)
+                  Mount(self.workspace / "state", STATE_DIR, True), *self.mounts, *self.uploads]
+        fd = program_fd()
         try:
-            self._shell = Shell(argv, self.limits.ulimit_script())
+            argv = bwrap_argv(mounts, self.hidden, self.env, self.workdir, self.uid, seccomp_fd=fd)
+            self._shell = Shell(argv, self.limits.ulimit_script(), pass_fds=(fd,))
             ready = self._shell.read_until_sentinel(time.monotonic() + 30, CappedOutput(4096))
         except (OSError, ShellDied, ValueError) as e:
             raise SandboxError(f"the sandbox shell did not start: {e}") from e
+        finally:
+            os.close(fd)
         if ready is None:
             raise SandboxError("the sandbox shell did not start within 30 s")
 
@@ -168,6 +180,39 @@ class LocalSandbox:
         result = self._run(command, self.timeout, 4096)
         if result.exit_code != 0:
             raise OSError(f"cannot write {path} in the sandbox: {result.output.strip()}")
+
+
+    # -- host folders in and out (copies, never binds of the host's own files) -----------------------
+    def upload(self, source: Path, dest: str) -> None:
+        """Copy the host folder `source` to `dest` in the sandbox, owned by the sandbox's uid, so that a
+        0700 root-owned tests/ or solution/ is readable inside, as under Harbor. A running shell is
+        restarted (cwd and exports kept) to see it."""
+        if not dest.startswith("/") or dest.rstrip("/") in ("", "/tmp", STATE_DIR):
+            raise SandboxError(f"upload to {dest!r}: expected an absolute path in the sandbox other than / and /tmp")
+        if dest == "/app" or dest.startswith("/app/"):
+            staged = self.app_dir / dest.removeprefix("/app").lstrip("/")
+        else:
+            staged = self.workspace / "files" / str(len(self.uploads))
+            self.uploads.append(Mount(staged, dest, True))
+        shutil.copytree(source, staged, symlinks=True, dirs_exist_ok=True)
+        if as_root():
+            chown_tree(staged, self.uid)
+        if self._shell is not None:
+            self._restart()
+
+    def download(self, source: str, dest: Path) -> None:
+        """Copy the sandbox folder `source` (under /app, /tmp or an uploaded folder) to the host folder
+        `dest`. Symlinks are copied as links, never followed on the host."""
+        mounts = [Mount(self.app_dir, "/app"), Mount(self.workspace / "tmp", "/tmp"), *self.uploads]
+        owner = max((m for m in mounts if source == m.dest or source.startswith(m.dest.rstrip("/") + "/")),
+                    key=lambda m: len(m.dest), default=None)
+        if owner is None:
+            raise SandboxError(f"download of {source!r}: only /app, /tmp and uploaded folders can be copied out")
+        root = owner.host.resolve()
+        host = (owner.host / source.removeprefix(owner.dest).lstrip("/")).resolve()
+        if host != root and root not in host.parents:  # a symlink in the path leads out of the sandbox
+            raise SandboxError(f"download of {source!r}: the path leaves its folder through a symlink")
+        shutil.copytree(host, dest, symlinks=True, dirs_exist_ok=True)
 
 
 def chown_tree(root: Path, uid: int) -> None:

@@ -80,7 +80,7 @@ class ShellDied(Exception):
 class Shell:
     """A bash loop in its own bwrap process; `kill()` ends it and everything in its pid namespace."""
 
-    def __init__(self, argv: list[str], limits_script: str):
+    def __init__(self, argv: list[str], limits_script: str, pass_fds: tuple[int, ...] = ()):
         self.token = f"__COEVO_{secrets.token_hex(8)}__"
         self._sentinel = re.compile(rb"\n" + self.token.encode() + rb" (-?\d+) ([^\n]*)\n$")
         info_r, info_w = os.pipe()
@@ -88,7 +88,7 @@ class Shell:
         self.proc = subprocess.Popen(
             [argv[0], "--info-fd", str(info_w), *argv[1:], "bash", "--noprofile", "--norc", "-c", loop],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            pass_fds=(info_w,), start_new_session=True,
+            pass_fds=(info_w, *pass_fds), start_new_session=True,
         )
         os.close(info_w)
         with os.fdopen(info_r) as info:

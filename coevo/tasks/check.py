@@ -1,6 +1,6 @@
 """`coevo tasks check`: every task must score 1 with its reference solution and 0 when nothing is done.
 
-The reference solution runs like Harbor's oracle agent: from /app, with solution/ mounted read-only at
+The reference solution runs like Harbor's oracle agent: from /app, with solution/ copied in at
 /solution. Verification then follows the same path as any agent's episode.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from coevo.errors import CoevoError
-from coevo.sandbox import Mount, make_sandbox
+from coevo.sandbox import make_sandbox
 from coevo.tasks.task import Task, find_task_folders, load_task
 from coevo.verify import VerifyResult, verify
 
@@ -38,9 +38,10 @@ class CheckRow:
 def run_episode(task: Task, commands: str | None) -> tuple[VerifyResult, float]:
     """Run `commands` (or nothing) in a fresh sandbox, then verify. Returns (result, seconds)."""
     started = time.monotonic()
-    solution = [Mount(task.path / "solution", "/solution")] if commands else []
-    sandbox = make_sandbox(task, mounts=solution)
+    sandbox = make_sandbox(task)
     try:
+        if commands:  # copied in, owned by the sandbox's uid: a 0700 root-owned solution/ still runs
+            sandbox.upload(task.path / "solution", "/solution")
         sandbox.start()
         if commands:
             sandbox.run(commands, timeout=task.config.agent.timeout_sec)

@@ -41,6 +41,9 @@ class EnvironmentConfig(BaseModel):
     """CPU cores; the local backend turns this into a CPU-time rlimit per command."""
     memory_mb: int = Field(2048, gt=0)
     """Memory limit. Harbor also accepts `memory = "2G"`, which is folded into this field."""
+    host_paths: list[str] = Field(default_factory=list)
+    """Host folders the task's runtime needs (say a toolchain in /opt), bound read-only at the same
+    path by the local sandbox. Nothing else of the host outside its system folders is visible."""
 
     @model_validator(mode="before")
     @classmethod
