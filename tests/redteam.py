@@ -304,6 +304,18 @@ def pid_names() -> dict[int, str]:
     return names
 
 
+def running(mark: str, n: int, exclude: int = -1, within: float = 5.0) -> list[str]:
+    """The command lines holding `mark`, polled until there are `n` of them (or `within` seconds)."""
+    import time
+
+    deadline = time.monotonic() + within
+    while True:
+        found = [cmd for pid, cmd in pid_names().items() if mark in cmd and pid != exclude]
+        if len(found) == n or time.monotonic() > deadline:
+            return found
+        time.sleep(0.02)
+
+
 class RedTeam:
     """Every probe must hold. Subclasses give `start_sandbox(task) -> Sandbox` (started)."""
 
@@ -372,9 +384,9 @@ class RedTeam:
         box = self.start_sandbox(task)
         box.run(f"nohup setsid bash -c 'exec -a {mark} sleep 1000' >/dev/null 2>&1 & "
                 f"(bash -c 'exec -a {mark} sleep 1000' &) ; disown -a")
-        assert sum(mark in cmd for cmd in pid_names().values()) == 2  # they were running
+        assert len(running(mark, 2)) == 2  # they were running
         box.close()
-        assert not [cmd for cmd in pid_names().values() if mark in cmd]
+        assert running(mark, 0, within=0) == []
 
     def test_symlinks_never_resolve_on_the_host(self, redteam, tmp_path):
         from coevo.errors import SandboxError

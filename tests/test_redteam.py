@@ -8,12 +8,11 @@ import secrets
 import subprocess
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from redteam import PROBES, REPO, TAMPER, RedTeam, pid_names
+from redteam import PROBES, REPO, TAMPER, RedTeam, pid_names, running
 
 from coevo.sandbox import local, make_sandbox
 
@@ -103,14 +102,10 @@ def test_a_parent_killed_with_sigkill_leaves_no_process_and_its_folder_is_swept(
     parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT.replace("{mark}", mark)], cwd=REPO,
                               stdout=subprocess.PIPE, text=True)
     workspace = Path(parent.stdout.readline().strip())
-    running = [cmd for pid, cmd in pid_names().items() if mark in cmd and pid != parent.pid]
-    assert workspace.is_dir() and len(running) == 2
+    assert workspace.is_dir() and len(running(mark, 2, exclude=parent.pid)) == 2
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 5
-    while [cmd for cmd in pid_names().values() if mark in cmd] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [cmd for cmd in pid_names().values() if mark in cmd]
+    assert running(mark, 0, within=5) == []  # bwrap's --die-with-parent ends the whole pid namespace
     assert workspace.is_dir()  # nobody could remove it: the next process's first sandbox does
     subprocess.run([sys.executable, "-c", "from coevo.sandbox.local import LocalSandbox; LocalSandbox().close()"],
                    cwd=REPO, check=True)
