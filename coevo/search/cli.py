@@ -25,8 +25,14 @@ def search(
     name: Annotated[str | None, typer.Option(help="Run name (default: the config's name or file stem).")] = None,
     budget: Annotated[float | None, typer.Option(help="Override the config's budget dial.")] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run the preflight checks of `coevo check` "
+                                                           "and exit; nothing is trained or searched.")] = False,
 ) -> None:
     """Co-evolve harness and weights: Optuna over harnesses, GRPO on weights, tracked in MLflow."""
+    if dry_run:
+        if config is None:
+            fail("--dry-run checks a CONFIG file; give one")
+        check(config, name=name, budget=budget, runs_dir=runs_dir)
     from coevo.errors import CoevoError
     from coevo.harness import HarnessError
     from coevo.search.config import load_config
@@ -56,6 +62,22 @@ def search(
     print(f"\nrun folder: {cfg.run_dir}\n  compare variants: coevo compare {cfg.run_dir}\n  browse in MLflow: "
           f"coevo ui {cfg.run_dir}\n  export the best pair: coevo export {cfg.run_dir} --out bundle/")
     del state
+
+
+def check(
+    config: Annotated[Path, typer.Argument(help="Search config YAML to check.")],
+    name: Annotated[str | None, typer.Option(help="Run name, as for `coevo search`.")] = None,
+    budget: Annotated[float | None, typer.Option(help="Budget dial, as for `coevo search`.")] = None,
+    runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
+) -> None:
+    """Preflight: config, space (each dimension rendered), tasks, model, sandbox, stores and a time
+    estimate, checked before any compute is spent. Exits 1 when any check fails."""
+    from coevo.search.preflight import preflight, print_rows
+
+    rows = preflight(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None)
+    bad = [r.check for r in rows if r.status != "PASS"]
+    print_rows(rows, f"coevo check {config}: " + (f"{len(bad)} problem(s)" if bad else "all checks pass"))
+    raise typer.Exit(1 if bad else 0)
 
 
 def ui(

@@ -1,0 +1,221 @@
+"""`coevo check CONFIG` (= `coevo search CONFIG --dry-run`): everything a search needs, checked before any
+compute is spent. Each check is a function returning problems or a detail; a failed one does not stop
+the others, so every problem is reported at once. Heavy libraries load inside the checks."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Row:
+    check: str
+    status: str  # PASS, FAIL, or SKIP (when a check it needs failed)
+    detail: str
+    seconds: float = 0.0
+
+
+class Skip(Exception):
+    """A check that cannot run because one it depends on failed."""
+
+
+@dataclass
+class Context:
+    path: Path
+    overrides: dict[str, Any]
+    config: Any = None
+    base: Any = None
+    space: Any = None
+    tasks: list = field(default_factory=list)
+    splits: dict[str, int] = field(default_factory=dict)
+
+
+def check_config(c: Context) -> str:
+    from coevo.harness import load_harness
+    from coevo.search.config import load_config
+    from coevo.search.schedule import parse_schedule
+
+    c.config = load_config(c.path, **c.overrides)
+    parse_schedule(c.config.schedule, f"{c.path}: schedule")
+    c.base = load_harness(c.config.harness)
+    if c.config.overrides:
+        c.base = c.base.with_overrides(c.config.overrides)
+    if (c.config.run_dir / "state.json").exists():
+        raise ValueError(f"{c.config.run_dir}: a search named '{c.config.name}' exists; resume it with "
+                         f"`coevo search --resume {c.config.run_dir}`, or choose another name")
+    return f"{c.config.name}: harness {c.config.harness.name}, schedule '{c.config.schedule}'"
+
+
+def check_space(c: Context) -> str:
+    from coevo.search.space import load_space, split_overrides
+    from coevo.train.grpo_spec import GRPOSpec
+
+    _need(c.base, "config")
+    c.space = load_space(c.config.space, c.base)
+    for p in c.space.params:  # one value of each dimension, with its `when` conditions met, rendered
+        values = {k: (v[0] if isinstance(v, list) else v) for k, v in p.when.items()}
+        values[p.path] = p.samples()[0]
+        harness, train = split_overrides(values)
+        c.base.with_overrides(harness)  # validates and renders every template
+        if train:
+            GRPOSpec().with_overrides(train)
+    return f"{c.config.space}: {len(c.space.params)} dimension(s), each rendered at one value"
+
+
+def check_tasks(c: Context) -> str:
+    from coevo.tasks.check import check_task
+    from coevo.tasks.task import find_task_folders, load_task
+
+    _need(c.config, "config")
+    problems = []
+    for folder, family, split in find_task_folders(Path(c.config.tasks)):
+        try:
+            c.tasks.append(load_task(folder, family, split))
+        except Exception as e:  # noqa: BLE001 - every broken folder is one line of the report
+            problems.append(str(e))
+    c.splits = {s: sum(t.split == s for t in c.tasks) for s in ("train", "dev", "test")}
+    empty = [s for s, n in c.splits.items() if not n]
+    if empty:
+        problems.append(f"{c.config.tasks}: no tasks in split(s) {', '.join(empty)} (see manifest.json)")
+    sample = list({t.family: t for t in reversed(c.tasks)}.values())[:4]  # the first task of each family
+    for row in (check_task(t.path) for t in sample):
+        if not row.ok:
+            problems.append(f"tasks check {row.task}: {row.error or f'oracle {row.oracle}, nothing {row.nothing}'}")
+    if problems:
+        raise ValueError("\n".join(problems))
+    return (f"{len(c.tasks)} tasks ({', '.join(f'{s} {n}' for s, n in c.splits.items())}); tasks check "
+            f"passed on {', '.join(t.name for t in sample)}")
+
+
+def check_model(c: Context) -> str:
+    _need(c.config, "config")
+    if c.config.model is None:
+        return f"no model: the tiny model will be built into {c.config.run_dir / 'model'}"
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(c.config.model))
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError(f"{c.config.model}: the tokenizer has no chat template (tokenizer_config.json)")
+    return f"{c.config.model}: tokenizer with a chat template"
+
+
+def check_sandbox(c: Context) -> str:
+    from coevo.sandbox import make_sandbox
+
+    _need(c.config and c.tasks, "config and tasks")
+    sandbox = make_sandbox(c.tasks[0], c.config.sandbox)
+    try:
+        sandbox.start()
+        result = sandbox.run("true", timeout=30)
+    finally:
+        sandbox.close()
+    if result.exit_code != 0:
+        raise ValueError(f"sandbox '{c.config.sandbox}': `true` exited {result.exit_code}: {result.output[-300:]}")
+    return f"'{c.config.sandbox}' sandbox for {c.tasks[0].name} started, ran `true`, closed"
+
+
+def check_stores(c: Context) -> str:
+    from coevo.search.tracking import default_uri
+
+    _need(c.config, "config")
+    optuna = c.config.storage or f"sqlite:///{(c.config.run_dir / 'optuna.db').resolve()}"
+    mlflow = c.config.tracking_uri or default_uri(c.config.run_dir)
+    return "; ".join(f"{what} {_probe(what, url)}" for what, url in (("optuna", optuna), ("mlflow", mlflow)))
+
+
+def _probe(what: str, url: str) -> str:
+    """Write and delete a scratch sqlite file in the nearest existing folder of a local store."""
+    import sqlite3
+
+    if url.startswith("sqlite:///"):
+        db = Path(url.removeprefix("sqlite:///"))
+    elif url.startswith(("file:", "/")):
+        db = Path(url.removeprefix("file://").removeprefix("file:")) / "probe"
+    else:
+        return f"{url}: not a local store, not probed"
+    folder = db.parent
+    while not folder.exists():
+        folder = folder.parent
+    scratch = folder / f".coevo-check-{what}.sqlite"
+    try:
+        with sqlite3.connect(scratch) as conn:
+            conn.execute("create table probe (x)")
+            conn.execute("insert into probe values (1)")
+        conn.close()
+    except sqlite3.Error as e:
+        raise ValueError(f"{what} store {url}: cannot write in {folder}: {e}") from e
+    finally:
+        scratch.unlink(missing_ok=True)
+    return f"{db}: writable"
+
+
+def check_estimate(c: Context) -> str:
+    from coevo.policy import make_policy
+    from coevo.rollout import rollout
+    from coevo.sandbox import make_sandbox
+    from coevo.search.config import make_plan
+    from coevo.search.schedule import parse_schedule
+
+    _need(c.base and c.tasks and all(c.splits.values()), "the config and tasks in every split")
+    task = next(t for t in c.tasks if t.split == "dev")
+    policy = make_policy({"backend": "oracle", "harness": c.base, "tasks": [task]})
+    started = time.monotonic()
+    [traj] = rollout([task], c.base, policy, make_sandbox=lambda t: make_sandbox(t, c.config.sandbox),
+                     tokenizer=None)
+    seconds = time.monotonic() - started
+    if traj.reward != 1.0:
+        raise ValueError(f"oracle episode on {task.name} under {c.config.harness}: status {traj.status}, "
+                         f"reward {traj.reward} ({traj.error or 'the harness cannot play the solution'})")
+    plan = make_plan(c.config, c.splits["train"], c.splits["dev"], c.splits["test"],
+                     len(c.space.train_params) if c.space else 0)
+    h_phases = sum(p.startswith("h") for p in parse_schedule(c.config.schedule))
+    episodes = h_phases * plan.trials * plan.dev_tasks * plan.samples + plan.test_tasks * plan.samples
+    return (f"one oracle episode ({task.name}) took {seconds:.1f}s; {h_phases} h-phase(s) x {plan.trials} trials x "
+            f"{plan.dev_tasks} dev tasks x {plan.samples} sample(s) + {plan.test_tasks} test = {episodes} episodes "
+            f"~ {_duration(episodes * seconds)} serial at oracle speed (model generation and training not included)")
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+CHECKS = {"config": check_config, "space": check_space, "tasks": check_tasks, "model": check_model,
+          "sandbox": check_sandbox, "stores": check_stores, "estimate": check_estimate}
+
+
+def _need(ok: Any, what: str) -> None:
+    if not ok:
+        raise Skip(f"needs {what}, which failed")
+
+
+def preflight(path: str | Path, **overrides: Any) -> list[Row]:
+    context, rows = Context(Path(path), {k: v for k, v in overrides.items() if v is not None}), []
+    for name, check in CHECKS.items():
+        started = time.monotonic()
+        try:
+            status, detail = "PASS", check(context)
+        except Skip as e:
+            status, detail = "SKIP", str(e)
+        except Exception as e:  # noqa: BLE001 - a failed check is a row, and the others still run
+            status, detail = "FAIL", str(e) or type(e).__name__
+        rows.append(Row(name, status, detail, time.monotonic() - started))
+    return rows
+
+
+def print_rows(rows: list[Row], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table("check", "status", "detail", "seconds", title=title)
+    colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
+    for r in rows:
+        table.add_row(r.check, f"[{colour[r.status]}]{r.status}[/]", Text(r.detail), f"{r.seconds:.1f}")
+    console = Console()
+    console.print(table)
+    for r in rows:
+        if r.status == "FAIL":
+            console.print(f"FAIL {r.check}:\n{r.detail}", markup=False, highlight=False, soft_wrap=True)
