@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from coevo.evaluate.stats import bootstrap_ci, paired_bootstrap, per_task_means
+from coevo.outcomes import credit, passed
 
 __all__ = ["EvalReport", "Summary", "evaluate", "paired_bootstrap", "summarize"]
 
@@ -49,23 +50,15 @@ class EvalReport:
                 "per_task": self.per_task}
 
 
-def success(traj) -> float:
-    return 1.0 if traj.reward >= 1.0 and not traj.verify_error else 0.0
-
-
-def partial(traj) -> float:
-    return sum(traj.checks.values()) / len(traj.checks) if traj.checks else traj.reward
-
-
 def summarize(trajectories: Sequence, seed: int = 0) -> Summary:
-    per_task = per_task_means([(t.task, success(t)) for t in trajectories])
+    per_task = per_task_means([(t.task, float(passed(t))) for t in trajectories])
     low, high = bootstrap_ci(list(per_task.values()), seed=seed)
     n = max(1, len(trajectories))
     turns = sum(t.turns for t in trajectories)
     return Summary(
         episodes=len(trajectories), tasks=len(per_task),
         pass_at_1=sum(per_task.values()) / max(1, len(per_task)), ci_low=low, ci_high=high,
-        mean_reward=sum(partial(t) for t in trajectories) / n,
+        mean_reward=sum(credit(t) for t in trajectories) / n,
         mean_turns=turns / n, format_error_rate=sum(t.format_errors for t in trajectories) / max(1, turns),
         timeouts=sum(t.timeouts for t in trajectories), mean_tokens=sum(t.tokens for t in trajectories) / n,
         statuses=dict(Counter(str(t.status) for t in trajectories)),
@@ -78,7 +71,7 @@ def report(trajectories: Sequence, seed: int = 0) -> EvalReport:
     return EvalReport(
         overall=summarize(trajectories, seed),
         families={f: summarize([t for t in trajectories if t.family == f], seed) for f in families},
-        per_task=per_task_means([(t.task, success(t)) for t in trajectories]),
+        per_task=per_task_means([(t.task, float(passed(t))) for t in trajectories]),
         trajectories=list(trajectories),
     )
 

@@ -10,13 +10,11 @@
 from importlib import import_module
 
 # Loaded on first use, so that `coevo --help` (which mounts rollout/cli.py) does not import the engine.
-_HOMES = {"rollout": "engine", "Episode": "episode", "EpisodeEnd": "episode", "Status": "trajectory",
-          "Step": "trajectory", "Trajectory": "trajectory", "load_trajectories": "trajectory",
-          "save_trajectories": "trajectory"}
+_HOMES = {"rollout": "engine", "Episode": "episode", "EpisodeEnd": "episode", "Step": "trajectory",
+          "Trajectory": "trajectory", "load_trajectories": "trajectory", "save_trajectories": "trajectory"}
 __all__ = [
     "Episode",
     "EpisodeEnd",
-    "Status",
     "Step",
     "Trajectory",
     "load_trajectories",

@@ -19,7 +19,8 @@ from coevo.harness import Harness
 from coevo.harness.tools import tool_schemas
 from coevo.rollout.episode import Episode, EpisodeEnd
 from coevo.rollout.tokens import ChatTemplate
-from coevo.rollout.trajectory import FAILURE_STATUSES, Trajectory
+from coevo.outcomes import FAILURE_STATUSES
+from coevo.rollout.trajectory import Trajectory
 
 _FROM_POLICY = object()
 

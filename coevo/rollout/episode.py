@@ -16,7 +16,8 @@ from coevo.harness import FormatError, Harness, ToolCall, ToolResult, parse_acti
 from coevo.harness.prompts import format_error_text, instance_prompt, observation_text, system_prompt
 from coevo.harness.tools import execute, truncate
 from coevo.rollout.tokens import ChatTemplate, TokenBuffer
-from coevo.rollout.trajectory import Status, Step, Trajectory
+from coevo.outcomes import Status
+from coevo.rollout.trajectory import Step, Trajectory
 
 CHARS_PER_TOKEN = 4
 """Token estimate for text-only policies, which return no token ids."""

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 from coevo.harness.tools import ToolCall, ToolResult
+from coevo.outcomes import Status
 
-Status = Literal["submitted", "turn_limit", "token_limit", "context_exceeded", "timeout", "format_errors",
-                 "error_limit", "sandbox_error", "policy_error"]
-"""How an episode ended; exactly one per episode. `error_limit`: recovery.max_consecutive_errors hit."""
-
-FAILURE_STATUSES = ("sandbox_error", "policy_error")
-"""Failures at a boundary: recorded with their cause, scored 0 without running the verifier."""
 
 
 class Step(BaseModel):

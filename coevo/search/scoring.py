@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from coevo.evaluate import EvalReport, report
-from coevo.evaluate import partial as partial_credit
+from coevo.outcomes import credit as partial_credit
 from coevo.evaluate.stats import per_task_means
 
 

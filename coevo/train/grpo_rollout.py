@@ -21,9 +21,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from coevo.errors import CoevoError
-from coevo.evaluate import partial, success
 from coevo.rollout import rollout, save_trajectories
-from coevo.rollout.trajectory import FAILURE_STATUSES, Trajectory
+from coevo.outcomes import FAILURE_STATUSES, credit, passed
+from coevo.rollout.trajectory import Trajectory
 from coevo.train import mismatch as mm
 from coevo.train.grpo_spec import GRPOSpec
 from coevo.train.timeline import Timeline
@@ -199,7 +199,7 @@ def reward_of(t: Trajectory, kind: str) -> float | None:
     failure (sandbox / policy error): TRL leaves such a row out of its group's baseline (advantage 0)."""
     if t.status in FAILURE_STATUSES:
         return None
-    return success(t) if kind == "binary" else partial(t)
+    return float(passed(t)) if kind == "binary" else credit(t)
 
 
 def no_signal_groups(rewards: list[float | None], group_size: int) -> list[int]:
@@ -221,7 +221,7 @@ def episode_stats(trajectories: list[Trajectory], rewards: list[float | None]) -
     model_tokens = sum(sum(t.completion_mask) for t in trajectories)
     return {
         "reward/mean": mean, "reward/std": std,
-        "pass_rate": sum(success(t) for t in trajectories) / n,
+        "pass_rate": sum(passed(t) for t in trajectories) / n,
         "episodes/failed": float(sum(t.status in FAILURE_STATUSES for t in trajectories)),
         "episodes/submitted_frac": sum(t.status == "submitted" for t in trajectories) / n,
         "episodes/mean_turns": sum(t.turns for t in trajectories) / n,

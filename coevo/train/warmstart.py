@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from coevo.outcomes import passed
 from coevo.train.sft import SFTSettings, train_sft
 
 AUGMENT = 60
@@ -55,8 +56,10 @@ def extra_tasks(tasks_dir: Path, out: Path, per_family: int, seed: int) -> list:
     return [t for t in load_taskset(out).tasks if t.family not in held_out and t.instruction not in reserved]
 
 
-def passed(trajectories: list) -> list:
-    return [t for t in trajectories if t.status == "submitted" and t.reward >= 1.0]
+def demonstrations(trajectories: list) -> list:
+    """Passed episodes that also ended by submitting: a demonstration that runs out of turns would teach
+    the model never to submit."""
+    return [t for t in trajectories if passed(t) and t.status == "submitted"]
 
 
 def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettings, augment: int = 0,
@@ -83,14 +86,14 @@ def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettin
                                         settings.seed)
         save_trajectories(out / "oracle_extra.jsonl", extra)
     t_oracle = time.perf_counter() - t0
-    good = passed(trajectories) + passed(extra)
+    good = demonstrations(trajectories) + demonstrations(extra)
     if not good:
         raise ValueError(f"{source}: none of the {len(trajectories)} oracle episodes passed under {harness.name}; "
                          f"first failure: {_cause(trajectories[0])}")
     t1 = time.perf_counter()
     train_sft(model, [t.messages for t in good], out, settings, source=source)
-    numbers = {"tasks": len(tasks), "oracle_passed": len(passed(trajectories)), "extra_tasks": len(extra),
-               "extra_passed": len(passed(extra)), "conversations": len(good), "oracle_s": round(t_oracle, 1),
+    numbers = {"tasks": len(tasks), "oracle_passed": len(demonstrations(trajectories)), "extra_tasks": len(extra),
+               "extra_passed": len(demonstrations(extra)), "conversations": len(good), "oracle_s": round(t_oracle, 1),
                "sft_s": round(time.perf_counter() - t1, 1), "harness": harness.name, "settings": asdict(settings),
                "left_out": _left_out(trajectories + extra)}
     (out / "warmstart.json").write_text(json.dumps(numbers, indent=1) + "\n")
