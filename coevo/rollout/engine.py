@@ -17,9 +17,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from coevo import Completion, Policy, SamplingParams, Sandbox
 from coevo.harness import Harness
 from coevo.harness.tools import tool_schemas
+from coevo.outcomes import FAILURE_STATUSES
 from coevo.rollout.episode import Episode, EpisodeEnd
 from coevo.rollout.tokens import ChatTemplate
-from coevo.outcomes import FAILURE_STATUSES
 from coevo.rollout.trajectory import Trajectory
 
 _FROM_POLICY = object()

@@ -15,8 +15,8 @@ from coevo import Completion, GenerationRequest, Sandbox
 from coevo.harness import FormatError, Harness, ToolCall, ToolResult, parse_action
 from coevo.harness.prompts import format_error_text, instance_prompt, observation_text, system_prompt
 from coevo.harness.tools import execute, truncate
-from coevo.rollout.tokens import ChatTemplate, TokenBuffer
 from coevo.outcomes import Status
+from coevo.rollout.tokens import ChatTemplate, TokenBuffer
 from coevo.rollout.trajectory import Step, Trajectory
 
 CHARS_PER_TOKEN = 4

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+
 from pydantic import BaseModel, Field
 
 from coevo.harness.tools import ToolCall, ToolResult
 from coevo.outcomes import Status
-
 
 
 class Step(BaseModel):

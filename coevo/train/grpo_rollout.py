@@ -21,8 +21,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from coevo.errors import CoevoError
-from coevo.rollout import rollout, save_trajectories
 from coevo.outcomes import FAILURE_STATUSES, credit, passed
+from coevo.rollout import rollout, save_trajectories
 from coevo.rollout.trajectory import Trajectory
 from coevo.train import mismatch as mm
 from coevo.train.grpo_spec import GRPOSpec
