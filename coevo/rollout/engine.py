@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from coevo import Completion, Policy, SamplingParams, Sandbox
 from coevo.harness import Harness
+from coevo.harness.fingerprint import fingerprint
 from coevo.harness.tools import tool_schemas
 from coevo.outcomes import FAILURE_STATUSES
 from coevo.rollout.episode import Episode, EpisodeEnd
@@ -59,6 +60,9 @@ def rollout(
     tools = tool_schemas(harness) if harness.action_format.native_tools else None
     chat = ChatTemplate(tokenizer, tools) if tokenizer is not None else None
     episodes = [Episode(t, harness, i, chat) for t in tasks for i in range(n_per_task)]
+    seen = fingerprint(harness)
+    for episode in episodes:
+        episode.traj.harness_fingerprint = seen
     params = SamplingParams(temperature=harness.decoding.temperature, top_p=harness.decoding.top_p,
                             max_tokens=harness.limits.max_tokens_per_turn, seed=seed)
     with ThreadPoolExecutor(max_workers=max_workers) as pool:

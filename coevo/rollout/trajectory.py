@@ -33,6 +33,10 @@ class Trajectory(BaseModel):
     """The task's family, for per-family pass rates."""
     harness: str
     """The harness's name."""
+    harness_fingerprint: str = ""
+    """`coevo.harness.fingerprint`: a hash of what the model saw of the harness (rendered templates, tool
+    schema, action format, output and history processing), so that successes match the harness they
+    were sampled under."""
     sample: int = 0
     """Index of this episode among the n_per_task episodes of its task (the GRPO group)."""
 
