@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from policy_contract import PolicyContract
 
 from coevo import GenerationRequest, SamplingParams
 from coevo.policy import make_policy
@@ -95,10 +96,15 @@ class ChatServer(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         ChatServer.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-        text = "echo " + body["messages"][-1]["content"]
-        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": text}}]}
+        words = ("echo " + body["messages"][-1]["content"]).split(" ")
+        cut = len(words) > body["max_tokens"]  # a word stands for a token here
+        words = words[: body["max_tokens"]]
+        choice = {"index": 0, "finish_reason": "length" if cut else "stop",
+                  "message": {"role": "assistant", "content": " ".join(words)}}
+        if body.get("logprobs"):
+            choice["logprobs"] = {"content": [{"token": w, "logprob": -0.25, "bytes": None, "top_logprobs": []}
+                                              for w in words]}
+        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice]}
         data = json.dumps(reply).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -184,3 +190,87 @@ def test_oracle_names_an_unknown_task(task):
                           "tasks": [task]})
     with pytest.raises(ValueError, match="'nope'"):
         oracle.generate([GenerationRequest(token_ids=[], meta={"task": "nope", "turn": 0})], SamplingParams())
+
+
+# -- the policy contract over each backend ------------------------------------------------------------
+class TestHFPolicy(PolicyContract):
+    @pytest.fixture
+    def policy(self, hf_policy):
+        return hf_policy
+
+    @pytest.fixture
+    def requests(self, hf_policy):
+        # An untrained model's greedy replies collapse for most prompts; these three differ (seed 0).
+        return chat_prompts(hf_policy, ["list the files", "count the lines of /app/data.txt and print them",
+                                        "find all the .txt files under /app and print their names"])
+
+
+def chat_requests(n: int = 3) -> list[GenerationRequest]:
+    return [GenerationRequest(token_ids=[], messages=[{"role": "user", "content": f"task {i} please"}])
+            for i in range(n)]
+
+
+class TestOpenAIPolicy(PolicyContract):
+    TOKENS = LOGPROBS = False
+
+    @pytest.fixture
+    def policy(self, chat_server):
+        return make_policy({"backend": "openai", "model": "tiny", "base_url": chat_server, "api_key_env": None})
+
+    @pytest.fixture
+    def requests(self):
+        return chat_requests()
+
+
+class TestOpenAIPolicyWithLogprobs(TestOpenAIPolicy):
+    LOGPROBS = True
+    """Logprobs per endpoint token, with no token ids beside them: the rollout accepts that for text only."""
+
+    @pytest.fixture
+    def policy(self, chat_server):
+        return make_policy({"backend": "openai", "model": "tiny", "base_url": chat_server, "api_key_env": None,
+                            "logprobs": True})
+
+
+def by_task(request: GenerationRequest, turn: int) -> str:
+    return f"cat /app/{request.meta['task']}.txt # turn {turn}"
+
+
+def task_requests(names: list[str]) -> list[GenerationRequest]:
+    return [GenerationRequest(token_ids=[1], meta={"task": name, "turn": turn}) for turn, name in enumerate(names)]
+
+
+class TestScriptedPolicy(PolicyContract):
+    @pytest.fixture
+    def policy(self, hf_policy):
+        return make_policy({"backend": "scripted", "replies": by_task, "tokenizer": hf_policy.tokenizer})
+
+    @pytest.fixture
+    def requests(self):
+        return task_requests(["a", "b", "c"])
+
+
+class TestScriptedPolicyTextOnly(TestScriptedPolicy):
+    TOKENS = LOGPROBS = COUNTS_TOKENS = False
+    """Without a tokenizer it has no tokens to count, so it cannot honour max_tokens: it returns the
+    scripted text whole, with finish_reason "stop"."""
+
+    @pytest.fixture
+    def policy(self):
+        return make_policy({"backend": "scripted", "replies": by_task})
+
+
+class TestOraclePolicy(PolicyContract):
+    @pytest.fixture
+    def policy(self, make_task, hf_policy):
+        from coevo.harness import load_harness
+        from coevo.tasks import load_task
+
+        tasks = [load_task(make_task(name, solve_sh=f"echo {name} > /app/answer.txt\n")) for name in "ab"]
+        return make_policy({"backend": "oracle", "harness": load_harness(REPO / "harnesses" / "mini_bash.yaml"),
+                            "tasks": tasks, "tokenizer": hf_policy.tokenizer})
+
+    @pytest.fixture
+    def requests(self):
+        return [GenerationRequest(token_ids=[1], meta={"task": task, "turn": turn})
+                for task, turn in [("a", 0), ("b", 0), ("b", 1)]]
