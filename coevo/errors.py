@@ -24,3 +24,7 @@ class SandboxUnavailableError(SandboxError):
 
 class VerifierError(CoevoError):
     """The verifier ran but its reward is unusable: missing, empty, non-numeric, NaN or out of range."""
+
+
+class ConfigError(CoevoError):
+    """A config file (harness, search space, search config, GRPO spec) or a dotted override is invalid."""

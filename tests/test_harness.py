@@ -62,9 +62,10 @@ def test_with_overrides_returns_a_new_validated_harness():
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
-    ({"recovery.max_retries": 1}, r"unknown harness field 'recovery.max_retries'.*valid: format_error_feedback, max"),
-    ({"limitz.max_turns": 1}, r"'limitz' is not a field of the harness \(valid: name, .*limits"),
-    ({"limits.max_turns.x": 1}, r"'limits.max_turns' is a value, not a section"),
+    ({"recovery.max_retries": 1}, r"unknown field 'recovery.max_retries' \(valid: format_error_feedback, max"),
+    ({"limitz.max_turns": 1}, r"unknown field 'limitz' \(valid: name, .*limits"),
+    ({"limits.max_turns.x": 1}, r"'limits.max_turns.x': 'limits.max_turns' is not a section \(sections: none"),
+    ({"tools.bash.x": 1}, r"overrides: unknown field 'tools.bash.x' \(valid: enabled, description"),
     ({"limits.max_turns": "many"}, r"field 'limits.max_turns': Input should be a valid integer.*'many'"),
     ({"limits.max_turns": 0}, r"field 'limits.max_turns': Input should be greater than or equal to 1"),
     ({"action_format.kind": "xml"}, r"field 'action_format.kind': Input should be 'json', 'tool_call' or 'bash"),
@@ -91,7 +92,7 @@ def test_to_yaml_round_trips(tmp_path):
     ("colour: blue\n", r"h.yaml: unknown field 'colour' \(valid: name, description, prompts_dir, templates"),
     ("limits: 3\n", r"h.yaml: field 'limits': Input should be a valid dictionary"),
     ("recovery:\n  timeout_notice: maybe\n", r"field 'recovery.timeout_notice': Input should be a valid boolean"),
-    ("- a\n- b\n", r"h.yaml: a harness file must be a YAML mapping of sections \(valid: name, "),
+    ("- a\n- b\n", r"h.yaml: a harness file must be a YAML mapping \(valid keys: name, "),
 ])
 def test_bad_yaml_names_the_file_and_field(workspace, text, message):
     with pytest.raises(HarnessError, match=message):

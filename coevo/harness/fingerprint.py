@@ -16,7 +16,7 @@ from coevo.harness.prompts import format_error_text, instance_prompt, observatio
 from coevo.harness.tools import ToolResult, tool_schemas
 
 if TYPE_CHECKING:
-    from coevo.harness.spec import Harness
+    from coevo.harness.spec import HarnessSpec
 
 _SAMPLE_RESULTS = (
     ToolResult(tool="bash", command="ls", output="a.txt", exit_code=0),
@@ -26,7 +26,7 @@ _SAMPLE_RESULTS = (
 """One ordinary, one failed and one timed-out result: each recovery notice shows in one of them."""
 
 
-def seen_by_model(harness: Harness) -> dict:
+def seen_by_model(harness: HarnessSpec) -> dict:
     """Every message the harness can show the model, rendered with fixed sample values, plus the
     processing that decides which parts of real outputs and history reach it."""
     return {
@@ -43,7 +43,7 @@ def seen_by_model(harness: Harness) -> dict:
     }
 
 
-def fingerprint(harness: Harness) -> str:
+def fingerprint(harness: HarnessSpec) -> str:
     """The first 16 hex digits of the sha256 of `seen_by_model` (canonical JSON)."""
     text = json.dumps(seen_by_model(harness), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

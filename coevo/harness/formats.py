@@ -16,12 +16,12 @@ from coevo.harness.errors import FormatError
 from coevo.harness.tools import ToolCall, check_calls
 
 if TYPE_CHECKING:
-    from coevo.harness.spec import Harness
+    from coevo.harness.spec import HarnessSpec
 
 SUBMIT = ToolCall(name="submit")
 
 
-def parse_action(harness: Harness, text: str) -> list[ToolCall]:
+def parse_action(harness: HarnessSpec, text: str) -> list[ToolCall]:
     """The tool calls in a reply, in order (a submit ends the list); FormatError if there are none or
     the reply is malformed."""
     kind = harness.action_format.kind
@@ -35,7 +35,7 @@ def parse_action(harness: Harness, text: str) -> list[ToolCall]:
     return calls
 
 
-def render_action(harness: Harness, commands: list[str], submit: bool) -> str:
+def render_action(harness: HarnessSpec, commands: list[str], submit: bool) -> str:
     """A reply, in the harness's action format, that runs `commands` with bash and then submits if asked."""
     if not commands and not submit:
         raise ValueError("render_action needs at least one command or submit=True")

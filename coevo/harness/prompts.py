@@ -9,15 +9,15 @@ from coevo.harness.templates import render_template
 from coevo.harness.tools import TOOL_PARAMS, ToolResult, enabled_tools
 
 if TYPE_CHECKING:
-    from coevo.harness.spec import Harness
+    from coevo.harness.spec import HarnessSpec
 
 
-def render(harness: Harness, slot: str, **variables) -> str:
+def render(harness: HarnessSpec, slot: str, **variables) -> str:
     """Render the template the harness names for `slot` (a field of `Templates`)."""
     return render_template(harness.prompts_path, getattr(harness.templates, slot), variables)
 
 
-def system_prompt(harness: Harness) -> str:
+def system_prompt(harness: HarnessSpec) -> str:
     tools = [{"name": n, "description": getattr(harness.tools, n).description, "parameters": list(TOOL_PARAMS[n])}
              for n in enabled_tools(harness)]
     submit = render_action(harness, [], submit=True) if harness.tools.submit.enabled else ""
@@ -26,12 +26,12 @@ def system_prompt(harness: Harness) -> str:
                   submit_command=harness.action_format.submit_command, max_turns=harness.limits.max_turns)
 
 
-def instance_prompt(harness: Harness, instruction: str, task: str, initial_observation: str | None) -> str:
+def instance_prompt(harness: HarnessSpec, instruction: str, task: str, initial_observation: str | None) -> str:
     return render(harness, "instance", instruction=instruction.strip(), task=task,
                   initial_observation=initial_observation)
 
 
-def observation_text(harness: Harness, result: ToolResult) -> str:
+def observation_text(harness: HarnessSpec, result: ToolResult) -> str:
     """One tool result, followed by the timeout notice or the non-zero-exit hint when the recovery
     policy asks for them."""
     parts = [render(harness, "observation", tool=result.tool, command=result.command, output=result.output,
@@ -44,12 +44,12 @@ def observation_text(harness: Harness, result: ToolResult) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def format_error_text(harness: Harness, error: str, retries_left: int) -> str:
+def format_error_text(harness: HarnessSpec, error: str, retries_left: int) -> str:
     return render(harness, "format_error", error=error, retries_left=retries_left,
                   example=render_action(harness, ["ls -la"], submit=False))
 
 
-def check_harness(harness: Harness) -> None:
+def check_harness(harness: HarnessSpec) -> None:
     """Fail at load time, not mid-rollout: the format can express the enabled tools, and every template
     renders (syntax, variables, sandbox) with sample values."""
     if harness.action_format.kind == "bash_block":

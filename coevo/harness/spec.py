@@ -1,16 +1,19 @@
-"""The Harness spec: everything around the model, as data. Every field a search may vary has a dotted path."""
+"""The harness's fields, as data: every field a search may vary has a dotted path.
+
+`HarnessSpec` knows nothing of templates, so that the modules which render and parse with a harness
+(prompts, formats, tools) can name its type without importing their own caller. `Harness` (load.py)
+is a HarnessSpec whose templates are known to render.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 import coevo
-from coevo.harness.errors import HarnessError
-from coevo.harness.prompts import check_harness
 
 DEFAULT_PROMPTS_DIR = Path(coevo.__file__).resolve().parent.parent / "prompts"
 """Where templates are looked up when a harness does not say (the repository's `prompts/`)."""
@@ -112,7 +115,7 @@ class Decoding(_Section):
     """Nucleus sampling mass."""
 
 
-class Harness(_Section):
+class HarnessSpec(_Section):
     name: str
     """Short identifier, recorded in every trajectory."""
     description: str = ""
@@ -136,23 +139,9 @@ class Harness(_Section):
     initial_observation: str | None = None
     """A command whose output the first user message shows (e.g. `ls -la /app`); None: nothing."""
 
-    @model_validator(mode="after")
-    def _check(self) -> Harness:
-        check_harness(self)
-        return self
-
     @property
     def prompts_path(self) -> Path:
         return self.prompts_dir or DEFAULT_PROMPTS_DIR
-
-    def with_overrides(self, overrides: dict[str, Any]) -> Harness:
-        """A new validated Harness with dotted fields replaced, e.g. {"limits.max_turns": 8}."""
-        from coevo.harness.load import harness_from_dict  # load imports this module
-
-        data = self.model_dump()
-        for path, value in overrides.items():
-            _set_path(data, path, value)
-        return harness_from_dict(data, source=f"harness '{self.name}' with overrides")
 
     def to_yaml(self) -> str:
         """The harness as YAML that `load_harness` reads back (prompts_dir made absolute)."""
@@ -160,21 +149,3 @@ class Harness(_Section):
         data["prompts_dir"] = str(self.prompts_path.resolve())
         return yaml.safe_dump(data, sort_keys=False)
 
-
-def _set_path(data: dict, path: str, value: Any) -> None:
-    model: type[BaseModel] = Harness
-    parts = path.split(".")
-    for i, part in enumerate(parts):
-        fields = model.model_fields
-        if part not in fields:
-            where = ".".join(parts[:i]) or "the harness"
-            raise HarnessError(f"unknown harness field '{path}': '{part}' is not a field of {where} "
-                               f"(valid: {', '.join(fields)})")
-        if i == len(parts) - 1:
-            data[part] = value
-            return
-        sub = fields[part].annotation
-        if not (isinstance(sub, type) and issubclass(sub, BaseModel)):
-            raise HarnessError(f"unknown harness field '{path}': '{'.'.join(parts[: i + 1])}' is a value, "
-                               "not a section")
-        model, data = sub, data[part]

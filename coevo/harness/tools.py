@@ -10,7 +10,7 @@ from coevo import Sandbox
 from coevo.harness.errors import FormatError
 
 if TYPE_CHECKING:
-    from coevo.harness.spec import Harness
+    from coevo.harness.spec import HarnessSpec
 
 TOOL_PARAMS: dict[str, dict[str, str]] = {
     "bash": {"command": "The shell command to run."},
@@ -53,11 +53,11 @@ class ToolResult(BaseModel):
         return self.timed_out or self.exit_code != 0
 
 
-def enabled_tools(harness: Harness) -> list[str]:
+def enabled_tools(harness: HarnessSpec) -> list[str]:
     return [name for name in TOOL_PARAMS if getattr(harness.tools, name).enabled]
 
 
-def tool_schemas(harness: Harness) -> list[dict]:
+def tool_schemas(harness: HarnessSpec) -> list[dict]:
     """OpenAI/Qwen function schemas of the enabled tools (for `tools=` in chat templates and prompts)."""
     return [
         {"type": "function", "function": {
@@ -72,7 +72,7 @@ def tool_schemas(harness: Harness) -> list[dict]:
     ]
 
 
-def check_calls(harness: Harness, calls: list[ToolCall]) -> None:
+def check_calls(harness: HarnessSpec, calls: list[ToolCall]) -> None:
     """Raise FormatError (written for the model) unless every call names an enabled tool with its params."""
     allowed = enabled_tools(harness)
     for call in calls:
@@ -97,7 +97,7 @@ def truncate(text: str, head: int, tail: int) -> str:
     return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[len(text) - tail:] if tail else ''}"
 
 
-def execute(harness: Harness, sandbox: Sandbox, call: ToolCall) -> ToolResult:
+def execute(harness: HarnessSpec, sandbox: Sandbox, call: ToolCall) -> ToolResult:
     """Run one non-submit call. A failing command or file operation is a result, not an exception;
     a sandbox that broke down raises (SandboxError), and the episode ends with 'sandbox_error'."""
     if call.name == "bash":
