@@ -82,7 +82,7 @@ def main() -> None:
 
     from coevo.harness import load_harness
     from coevo.search.scoring import batches, stratified
-    from coevo.search.space import load_space
+    from coevo.search.space_check import load_space
     from coevo.search.study import make_storage
     from coevo.tasks import load_taskset
 

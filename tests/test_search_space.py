@@ -12,7 +12,8 @@ from coevo.harness import load_harness
 from coevo.search.config import load_config, make_plan
 from coevo.search.errors import SearchError
 from coevo.search.schedule import parse_schedule
-from coevo.search.space import load_space, split_overrides
+from coevo.search.space import split_overrides
+from coevo.search.space_check import load_space
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "search_spaces" / "default.yaml"
@@ -146,8 +147,8 @@ def test_config_errors_name_the_key_and_the_budget_sets_the_plan(tmp_path):
     bad.write_text("budgit: 2\nplan: {trails: 3}\n")
     with pytest.raises(SearchError) as e:
         load_config(bad)
-    assert "unknown key 'budgit' (valid: name, model, tasks" in str(e.value)
-    assert "unknown key 'plan.trails' (valid: trials" in str(e.value)
+    assert "unknown field 'budgit' (valid: name, model, tasks" in str(e.value)
+    assert "unknown field 'plan.trails' (valid: trials" in str(e.value)
     good = tmp_path / "good.yaml"
     good.write_text("budget: 1\nplan: {trials: 5}\n")
     config = load_config(good)

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from coevo.config import read_mapping, validate
 from coevo.search.errors import SearchError
 from coevo.train.warmstart import default_augment
-from coevo.yamlfile import read_yaml
 
 
 class Plan(BaseModel):
@@ -111,29 +111,11 @@ class SearchConfig(BaseModel):
 def load_config(path: str | Path, **overrides: Any) -> SearchConfig:
     """Read a config file; relative paths resolve against the repository-like root it sits in."""
     path = Path(path)
-    data = read_yaml(path, "search config", SearchError)
-    if not isinstance(data, dict):
-        raise SearchError(f"{path}: a search config is a YAML mapping (valid keys: "
-                          f"{', '.join(SearchConfig.model_fields)})")
+    data = read_mapping(path, "search config", SearchConfig, SearchError)
     data.setdefault("name", path.stem)
     data.update({k: v for k, v in overrides.items() if v is not None})
-    config = config_from_dict(data, str(path))
+    config = validate(SearchConfig, data, str(path), SearchError)
     return resolve_paths(config, _root_of(path))
-
-
-def config_from_dict(data: dict, source: str) -> SearchConfig:
-    try:
-        return SearchConfig.model_validate(data)
-    except ValidationError as e:
-        problems = []
-        for err in e.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "extra_forbidden":
-                section = Plan if err["loc"][0] == "plan" else SearchConfig
-                problems.append(f"unknown key '{loc}' (valid: {', '.join(section.model_fields)})")
-            else:
-                problems.append(f"'{loc}': {err['msg']} (got {err.get('input')!r})")
-        raise SearchError(f"{source}: " + "; ".join(problems)) from None
 
 
 def _root_of(path: Path) -> Path:

@@ -50,7 +50,8 @@ def check_config(c: Context) -> str:
 
 
 def check_space(c: Context) -> str:
-    from coevo.search.space import load_space, split_overrides
+    from coevo.search.space import split_overrides
+    from coevo.search.space_check import load_space
     from coevo.train.grpo_spec import GRPOSpec
 
     _need(c.base, "config")

@@ -32,7 +32,7 @@ class Search:
     def __init__(self, config: SearchConfig, resume: bool = False, policy_factory: PolicyFactory | None = None,
                  log: Callable[[str], None] = print):
         from coevo.harness import load_harness
-        from coevo.search.space import load_space
+        from coevo.search.space_check import load_space
         from coevo.tasks import load_taskset
 
         self.config, self.log, self.resume = config, log, resume

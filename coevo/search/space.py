@@ -1,5 +1,5 @@
-"""Search spaces: `search_spaces/*.yaml` -> a validated `SearchSpace` that turns an Optuna trial into
-harness overrides and GRPO options.
+"""Search spaces: a validated `SearchSpace` turns an Optuna trial into harness overrides and GRPO options.
+Reading and checking a `search_spaces/*.yaml` file is `load_space` in space_check.py.
 
 A space file maps dotted paths to distributions in Optuna's short format:
 
@@ -8,7 +8,7 @@ A space file maps dotted paths to distributions in Optuna's short format:
     recovery.max_format_retries: {type: int, low: 0, high: 4, when: {recovery.format_error_feedback: true}}
     train.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-3, log: true}
 
-Keys are fields of the Harness (coevo/harness/spec.py) or `train.<field>` of GRPOSpec. `when` makes a
+Keys are dotted fields of the Harness (coevo/harness/spec.py) or `train.<field>` of GRPOSpec. `when` makes a
 parameter conditional: it is sampled only when every named parameter has that value (or one of a list
 of values); otherwise the base harness's value stays, or `otherwise` when given. The whole file is
 checked before any trial runs, and every problem is reported at once, each naming file and key.
@@ -17,16 +17,13 @@ checked before any trial runs, and every problem is reported at once, each namin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from coevo.search.errors import SearchError
-from coevo.yamlfile import read_yaml
 
 TYPES = ("float", "int", "categorical")
 ENTRY_KEYS = {"type", "low", "high", "log", "step", "choices", "when", "otherwise"}
 TRAIN_PREFIX = "train."
-_UNSET = object()
+UNSET = object()
+"""`otherwise` when a space entry has none (None is a valid `otherwise`)."""
 
 
 @dataclass
@@ -39,7 +36,7 @@ class Param:
     step: float | int | None = None
     choices: list = field(default_factory=list)
     when: dict[str, Any] = field(default_factory=dict)
-    otherwise: Any = _UNSET
+    otherwise: Any = UNSET
 
     @property
     def is_train(self) -> bool:
@@ -87,7 +84,7 @@ class SearchSpace:
         for p in self.params if params is None else params:
             if p.active(values):
                 values[p.path] = _suggest(trial, p)
-            elif p.otherwise is not _UNSET:
+            elif p.otherwise is not UNSET:
                 values[p.path] = p.otherwise
         return values
 
@@ -97,7 +94,7 @@ class SearchSpace:
         for p in self.params:
             if p.path in sampled and p.active(values):
                 values[p.path] = sampled[p.path]
-            elif not p.active(values) and p.otherwise is not _UNSET:
+            elif not p.active(values) and p.otherwise is not UNSET:
                 values[p.path] = p.otherwise
         return values
 
@@ -125,57 +122,3 @@ def _suggest(trial, p: Param):
     if p.type == "int":
         return trial.suggest_int(p.path, int(p.low), int(p.high), step=int(p.step or 1), log=p.log)
     return trial.suggest_float(p.path, float(p.low), float(p.high), step=p.step, log=p.log)
-
-
-# -- loading and validation --------------------------------------------------------------------------
-def load_space(path: str | Path, base=None) -> SearchSpace:
-    """Read and validate a space file. `base` (a Harness) is what values are checked against; by default
-    a Harness with every default."""
-    path = Path(path)
-    return parse_space(read_yaml(path, "search space", SearchError), str(path), base)
-
-
-def parse_space(data: Any, source: str, base=None) -> SearchSpace:
-    from coevo.search.space_check import (
-        entry_problems,
-        order,
-        path_problems,
-        value_problems,
-        when_problems,
-    )
-
-    if not isinstance(data, dict) or not data:
-        raise SearchError(f"{source}: a search space is a non-empty mapping of dotted paths to distributions, "
-                          f"e.g. 'decoding.temperature: {{type: float, low: 0.2, high: 1.2}}'")
-    errors: list[str] = []
-    params = []
-    for key, entry in data.items():
-        problems = entry_problems(str(key), entry)
-        if problems:
-            errors += [f"{source}: '{key}': {p}" for p in problems]
-        else:
-            params.append(_param(str(key), entry))
-    by_path = {p.path: p for p in params}
-    bad = set()
-    for p in params:
-        problems = path_problems(p.path) + when_problems(p, by_path)
-        errors += [f"{source}: '{p.path}': {e}" for e in problems]
-        bad |= {p.path} if problems else set()
-    # Values are checked for every structurally sound parameter, so one run reports everything.
-    sound = [p for p in params if p.path not in bad and not (set(p.when) & bad)]
-    ordered, cycle = order(sound)
-    if cycle:
-        errors.append(f"{source}: 'when' clauses form a cycle through {', '.join(cycle)}")
-    errors += [f"{source}: '{p.path}': {e}" for p in ordered for e in value_problems(p, ordered, base)]
-    params = ordered
-    if errors:
-        raise SearchError(f"{len(errors)} problem(s) in search space:\n" + "\n".join(errors))
-    return SearchSpace(source, params)
-
-
-def _param(key: str, entry: dict) -> Param:
-    return Param(path=key, type=entry["type"], low=entry.get("low"), high=entry.get("high"),
-                 log=bool(entry.get("log", False)), step=entry.get("step"), choices=list(entry.get("choices") or []),
-                 when=dict(entry.get("when") or {}), otherwise=entry.get("otherwise", _UNSET))
-
-

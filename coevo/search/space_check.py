@@ -1,11 +1,58 @@
-"""The checks behind `load_space`: each returns the problems of one parameter as messages (file and key
-are added by the caller), so that every problem in a space file is reported at once."""
+"""Reading a search space file: `load_space` and the checks behind it. Each check returns the problems of
+one parameter as messages (`parse_space` adds file and key), so that every problem in a space file is
+reported at once, before any trial runs."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from coevo.search.space import _UNSET, ENTRY_KEYS, TRAIN_PREFIX, TYPES, Param, split_overrides
+from coevo.config import read_yaml, walk
+from coevo.search.errors import SearchError
+from coevo.search.space import ENTRY_KEYS, TRAIN_PREFIX, TYPES, UNSET, Param, SearchSpace, split_overrides
+
+
+def load_space(path: str | Path, base=None) -> SearchSpace:
+    """Read and validate a space file. `base` (a Harness) is what values are checked against; by default
+    a Harness with every default."""
+    path = Path(path)
+    return parse_space(read_yaml(path, "search space", SearchError), str(path), base)
+
+
+def parse_space(data: Any, source: str, base=None) -> SearchSpace:
+    if not isinstance(data, dict) or not data:
+        raise SearchError(f"{source}: a search space is a non-empty mapping of dotted paths to distributions, "
+                          f"e.g. 'decoding.temperature: {{type: float, low: 0.2, high: 1.2}}'")
+    errors: list[str] = []
+    params = []
+    for key, entry in data.items():
+        problems = entry_problems(str(key), entry)
+        if problems:
+            errors += [f"{source}: '{key}': {p}" for p in problems]
+        else:
+            params.append(_param(str(key), entry))
+    by_path = {p.path: p for p in params}
+    bad = set()
+    for p in params:
+        problems = path_problems(p.path) + when_problems(p, by_path)
+        errors += [f"{source}: '{p.path}': {e}" for e in problems]
+        bad |= {p.path} if problems else set()
+    # Values are checked for every structurally sound parameter, so one run reports everything.
+    sound = [p for p in params if p.path not in bad and not (set(p.when) & bad)]
+    ordered, cycle = order(sound)
+    if cycle:
+        errors.append(f"{source}: 'when' clauses form a cycle through {', '.join(cycle)}")
+    errors += [f"{source}: '{p.path}': {e}" for p in ordered for e in value_problems(p, ordered, base)]
+    params = ordered
+    if errors:
+        raise SearchError(f"{len(errors)} problem(s) in search space:\n" + "\n".join(errors))
+    return SearchSpace(source, params)
+
+
+def _param(key: str, entry: dict) -> Param:
+    return Param(path=key, type=entry["type"], low=entry.get("low"), high=entry.get("high"),
+                 log=bool(entry.get("log", False)), step=entry.get("step"), choices=list(entry.get("choices") or []),
+                 when=dict(entry.get("when") or {}), otherwise=entry.get("otherwise", UNSET))
 
 
 def _is_number(x: Any) -> bool:
@@ -52,46 +99,37 @@ def entry_problems(key: str, entry: Any) -> list[str]:
 
 
 def path_problems(path: str) -> list[str]:
-    if path.startswith(TRAIN_PREFIX):
-        try:
-            from coevo.train.grpo_spec import GRPOSpec
-        except ImportError:
-            return ["train.* keys need coevo.train.grpo_spec.GRPOSpec, which cannot be imported"]
-        return _model_path_problems(GRPOSpec, path.removeprefix(TRAIN_PREFIX), "the GRPO options", "train.")
+    """The key must name a value (not a section) of the Harness, or of GRPOSpec after `train.`."""
     from coevo.harness import Harness
+    from coevo.train.grpo_spec import GRPOSpec
 
+    if path.startswith(TRAIN_PREFIX):
+        return _model_path_problems(GRPOSpec, path.removeprefix(TRAIN_PREFIX), "the GRPO options", TRAIN_PREFIX)
     return _model_path_problems(Harness, path, "the harness", "", hidden=("name", "description", "prompts_dir"),
                                 also=", or train.<GRPO option>")
 
 
 def _model_path_problems(root, path: str, root_name: str, prefix: str, hidden: tuple = (), also: str = ""
                          ) -> list[str]:
-    """Walk a pydantic model along a dotted path; the path must end on a value, not a section."""
-    from pydantic import BaseModel
-
-    model, parts = root, path.split(".")
-    for i, part in enumerate(parts):
+    """Messages name full keys (`prefix` + path), as they are written in the space file."""
+    model, i, kind = walk(root, path)
+    parts = path.split(".")
+    if kind == "unknown" or (i == 0 and parts[0] in hidden):
         fields = [f for f in model.model_fields if i or f not in hidden]
         where = prefix + ".".join(parts[:i]) if i else root_name
-        if part not in fields:
-            valid = ", ".join(prefix + ".".join([*parts[:i], f]) for f in fields)
-            return [f"unknown path: '{part}' is not a field of {where} (valid: {valid}{'' if i else also})"]
-        sub = model.model_fields[part].annotation
-        is_section = isinstance(sub, type) and issubclass(sub, BaseModel)
-        if i == len(parts) - 1:
-            if is_section:
-                valid = ", ".join(prefix + path + "." + f for f in sub.model_fields)
-                return [f"'{prefix}{path}' is a section, not a value (valid: {valid})"]
-            return []
-        if not is_section:
-            return [f"unknown path: '{prefix}{'.'.join(parts[: i + 1])}' is a value, not a section"]
-        model = sub
+        valid = ", ".join(prefix + ".".join([*parts[:i], f]) for f in fields)
+        return [f"unknown path: '{parts[i]}' is not a field of {where} (valid: {valid}{'' if i else also})"]
+    if kind == "value" and i < len(parts) - 1:
+        return [f"unknown path: '{prefix}{'.'.join(parts[: i + 1])}' is a value, not a section"]
+    if kind == "section":
+        valid = ", ".join(prefix + path + "." + f for f in model.model_fields[parts[i]].annotation.model_fields)
+        return [f"'{prefix}{path}' is a section, not a value (valid: {valid})"]
     return []
 
 
 def when_problems(p: Param, by_path: dict[str, Param]) -> list[str]:
     problems = []
-    if p.otherwise is not _UNSET and not p.when:
+    if p.otherwise is not UNSET and not p.when:
         problems.append("'otherwise' needs a 'when' clause")
     for path, want in p.when.items():
         if path not in by_path:
@@ -140,7 +178,7 @@ def value_problems(p: Param, params: list[Param], base) -> list[str]:
 
 
 def _values(p: Param) -> list:
-    return p.samples() + ([p.otherwise] if p.otherwise is not _UNSET else [])
+    return p.samples() + ([p.otherwise] if p.otherwise is not UNSET else [])
 
 
 def _conditions(p: Param) -> dict[str, Any]:
@@ -167,18 +205,18 @@ def _assignment(p: Param, value: Any, params: list[Param], base) -> dict[str, An
         elif q.active(values):
             good = [v for v in q.samples() if q.is_train or _try(base, {**_conditions(q), q.path: v}) is None]
             values[q.path] = (good or q.samples())[0]
-        elif q.otherwise is not _UNSET:
+        elif q.otherwise is not UNSET:
             values[q.path] = q.otherwise
     return values
 
 
 def _train_value_problems(p: Param) -> list[str]:
-    from coevo.train.grpo_spec import GRPOSpec
+    from coevo.train.grpo_spec import GRPOSpec, GRPOSpecError
 
     problems = []
     for value in _values(p):
         try:
             GRPOSpec().with_overrides({p.path.removeprefix(TRAIN_PREFIX): value})
-        except ValueError as e:
+        except GRPOSpecError as e:
             problems.append(f"value {value!r} is not valid: {str(e).split(': ', 1)[-1]}")
     return problems

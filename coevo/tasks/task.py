@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from coevo.config import toml_field, validate
 from coevo.errors import TaskError
 from coevo.tasks.dockerfile import EnvSpec, parse_dockerfile
 
@@ -122,14 +123,7 @@ def _load_config(toml_path: Path, name: str) -> TaskConfig:
         data = tomllib.loads(toml_path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise TaskError(f"task {name}: {toml_path} is not valid TOML: {e}") from e
-    try:
-        return TaskConfig.model_validate(data)
-    except ValidationError as e:
-        problems = "; ".join(
-            f"[{'.'.join(map(str, err['loc'][:-1])) or 'top'}] {err['loc'][-1]}: {err['msg']}"
-            f" (got {err.get('input')!r})" for err in e.errors()
-        )
-        raise TaskError(f"task {name}: {toml_path}: {problems}") from e
+    return validate(TaskConfig, data, f"task {name}: {toml_path}", TaskError, name=toml_field)
 
 
 @dataclass

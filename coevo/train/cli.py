@@ -93,11 +93,11 @@ def train(
     """GRPO (TRL) on multi-turn episodes under a harness, rewards from the task verifiers."""
     import yaml
 
+    from coevo.config import read_yaml
     from coevo.errors import CoevoError
     from coevo.harness import load_harness
     from coevo.tasks import load_taskset
     from coevo.train.grpo_spec import GRPOSpec, spec_from_dict
-    from coevo.yamlfile import read_yaml
 
     try:
         data = read_yaml(config, "GRPO spec", CoevoError) if config else {}

@@ -1,5 +1,6 @@
 """`GRPOSpec`: every setting of the inner loop, as data. A search space sets a field as `train.<field>`
-(`train.mismatch.<field>` for the mismatch watch); `GRPOSpec.with_overrides` applies dotted overrides.
+(`train.mismatch.<field>` for the mismatch watch); `GRPOSpec.with_overrides` applies dotted overrides
+through coevo.config, like every other config.
 
 Fields named like TRL's `GRPOConfig` options pass through unchanged; `trl` takes any other GRPOConfig
 option. Importing this module is cheap (no torch, no TRL).
@@ -9,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from coevo.config import apply_overrides, validate
+from coevo.errors import ConfigError
+
+
+class GRPOSpecError(ConfigError, ValueError):
+    """A GRPO spec file or override is invalid. Also a ValueError: the trainer's callers caught ValueError
+    for a bad spec before this class existed."""
 
 
 class MismatchSpec(BaseModel):
@@ -48,11 +57,6 @@ class GRPOSpec(BaseModel):
     """Learning-rate schedule over `steps` (transformers' names)."""
     warmup_steps: int = Field(0, ge=0)
     """Linear warmup steps (schedules with warmup)."""
-    lr_multipliers: dict[str, Annotated[float, Field(gt=0)]] = {}
-    """Learning-rate multiplier per parameter-name pattern (fnmatch), e.g. {"model.norm.*": 50}: the first
-    matching pattern wins, other parameters train at `learning_rate`. Every pattern must match a parameter.
-    GRPO's first gain on a small model is sharpening the output distribution; the final norm's gain is
-    its temperature, and at a rate safe for the rest of the model it moves too slowly for a short run."""
     weight_decay: float = Field(0.0, ge=0)
     """AdamW decoupled weight decay."""
     max_grad_norm: float = Field(1.0, gt=0)
@@ -105,26 +109,19 @@ class GRPOSpec(BaseModel):
     """Seed of data order, initialisation and rollout sampling (each step samples with seed + step)."""
     report_to: Literal["auto", "none", "mlflow"] = "auto"
     """`auto`: MLflow when MLFLOW_TRACKING_URI is set or an MLflow run is active, else none."""
+    # The two free-form sections close the spec: under them the rest of a dotted path is one key.
     trl: dict[str, Any] = {}
     """Any other TRL `GRPOConfig` option, passed through as is (e.g. {"top_entropy_quantile": 0.2})."""
+    lr_multipliers: dict[str, Annotated[float, Field(gt=0)]] = {}
+    """Learning-rate multiplier per parameter-name pattern (fnmatch), e.g. {"model.norm.*": 50}: the first
+    matching pattern wins, other parameters train at `learning_rate`. Every pattern must match a parameter.
+    GRPO's first gain on a small model is sharpening the output distribution; the final norm's gain is
+    its temperature, and at a rate safe for the rest of the model it moves too slowly for a short run."""
 
     def with_overrides(self, overrides: dict[str, Any]) -> GRPOSpec:
         """A new validated spec with dotted fields replaced: {"beta": 0.01, "mismatch.action": "skip"};
         under `trl` and `lr_multipliers` the rest of the path is one key ("lr_multipliers.model.norm.weight")."""
-        data = self.model_dump()
-        for path, value in overrides.items():
-            head, _, key = path.partition(".")
-            if head in ("trl", "lr_multipliers") and key:  # free-form keys: a parameter name has dots
-                data[head][key] = value
-                continue
-            node, parts = data, path.split(".")
-            for part in parts[:-1]:
-                if not isinstance(node.get(part), dict):
-                    # A bad dotted path is a value error for the caller, not a type error.
-                    raise ValueError(f"GRPO spec: '{path}': '{part}' is not a section "  # noqa: TRY004
-                                     "(sections: mismatch, trl, lr_multipliers)")
-                node = node[part]
-            node[parts[-1]] = value
+        data = apply_overrides(self.model_dump(), overrides, GRPOSpec, GRPOSpecError)
         return spec_from_dict(data, source="GRPO spec with overrides")
 
     @property
@@ -135,19 +132,8 @@ class GRPOSpec(BaseModel):
 
 def spec_from_dict(data: dict[str, Any], source: str) -> GRPOSpec:
     """Validate a spec mapping; errors name `source` and each bad field with what is valid."""
-    try:
-        spec = GRPOSpec.model_validate(data)
-    except ValidationError as e:
-        raise ValueError(f"{source}: " + "; ".join(_describe(err) for err in e.errors())) from None
+    spec = validate(GRPOSpec, data, source, GRPOSpecError)
     if spec.micro_batch_size is not None and spec.batch_size % spec.micro_batch_size:
-        raise ValueError(f"{source}: micro_batch_size={spec.micro_batch_size} must divide tasks_per_step * "
-                         f"group_size = {spec.batch_size}")
+        raise GRPOSpecError(f"{source}: micro_batch_size={spec.micro_batch_size} must divide tasks_per_step * "
+                            f"group_size = {spec.batch_size}")
     return spec
-
-
-def _describe(err: dict) -> str:
-    loc = ".".join(str(p) for p in err["loc"])
-    if err["type"] == "extra_forbidden":
-        model = MismatchSpec if len(err["loc"]) > 1 and err["loc"][0] == "mismatch" else GRPOSpec
-        return f"unknown field '{loc}' (valid: {', '.join(model.model_fields)})"
-    return f"field '{loc}': {err['msg']} (got {err['input']!r})"
