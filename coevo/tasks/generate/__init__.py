@@ -1,136 +1,15 @@
 """The bundled task suite: procedurally generated Harbor task folders of everyday terminal work.
 
-`FAMILIES` maps a family name to a function `(rng) -> TaskSpec` that draws one instance; the family
-modules group them by theme (files, text, data, archives, system, code). `generate_suite` writes
-`per_family` instances of each family plus manifest.json with the train/dev/test splits:
+Data and tools live apart:
 
-- splits are by instance, about 60/20/20 over the whole suite;
-- the families in HELD_OUT appear only in test. Each reuses skills that other families train
-  (grep from grep-count, tar from tar-create, fixing a Python bug from fix-python), so test measures
-  whether a policy transfers a skill to a new kind of task, not whether it memorised one.
-
-Everything is drawn from `random.Random` seeded by (seed, family, instance): one seed, one suite,
-byte for byte.
+    families/           the data: each family's draw of one instance, the word lists, the held-out set
+    suite.py            writes `per_family` instances of each family and manifest.json (the splits)
+    writer.py           TaskSpec, and how one becomes a Harbor task folder, byte for byte
+    checks.py           the verifier side: shared check sets and single families' helper definitions
+    verifier_template.py  the standard-library verify.py every task gets, its checks appended
 """
 
-from __future__ import annotations
+from coevo.tasks.generate.families import FAMILIES, HELD_OUT
+from coevo.tasks.generate.suite import MANIFEST, generate_suite, generated_manifest
 
-import json
-import random
-import shutil
-from collections.abc import Callable
-from pathlib import Path
-
-from coevo.errors import TaskError
-from coevo.tasks.generate import archives, code, data, files, system, text
-from coevo.tasks.generate.writer import TaskSpec, write_task
-
-FAMILIES: dict[str, Callable[[random.Random], TaskSpec]] = {
-    "create-file": files.create_file,
-    "find-by-name": files.find_by_name,
-    "find-by-size": files.find_by_size,
-    "find-by-content": files.find_by_content,
-    "batch-rename": files.batch_rename,
-    "permissions": files.permissions,
-    "edit-config": text.edit_config,
-    "grep-count": text.grep_count,
-    "top-k": text.top_k,
-    "word-count": text.word_count,
-    "dedupe-lines": text.dedupe_lines,
-    "line-range": text.line_range,
-    "csv-column": data.csv_column,
-    "csv-aggregate": data.csv_aggregate,
-    "json-filter": data.json_filter,
-    "tar-create": archives.tar_create,
-    "archive-extract": archives.archive_extract,
-    "env-path": system.env_path,
-    "git-basics": system.git_basics,
-    "bash-script": code.bash_script,
-    "fix-python": code.fix_python,
-    "fix-unittest": code.fix_unittest,
-}
-HELD_OUT = ["find-by-content", "archive-extract", "fix-unittest"]
-DEV_FRACTION, TEST_FRACTION = 0.2, 0.2
-MANIFEST = "manifest.json"
-
-
-def generated_manifest(folder: Path) -> dict | None:
-    """The manifest of a suite this generator wrote (so more instances can be drawn), else None."""
-    path = Path(folder) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return manifest if isinstance(manifest, dict) and manifest.get("generator") == "coevo tasks generate" else None
-
-
-def generate_suite(out: Path, seed: int = 0, per_family: int = 13) -> list[dict]:
-    """Write every family's instances as Harbor task folders under `out` plus out/manifest.json; return the
-    manifest rows."""
-    out = Path(out)
-    rows, specs = [], {}
-    for family, draw in FAMILIES.items():
-        splits = _splits(family, seed, per_family)
-        for i, spec in enumerate(_instances(family, draw, seed, per_family)):
-            name = f"{family}-{i:03d}"
-            specs[name] = (family, spec)
-            rows.append({"name": name, "family": family, "split": splits[i]})
-    previous = _previous(out)
-    clashes = sorted(n for n in specs if (out / n).exists() and n not in previous)
-    if clashes:
-        raise TaskError(f"{out}: {', '.join(clashes[:5])} exist but are not listed in "
-                        f"{out / MANIFEST}; move them away, or generate into another folder")
-    for name in previous:
-        shutil.rmtree(out / name)
-    # The manifest goes first: if writing is interrupted, the next run still knows what to clean up.
-    manifest = {"generator": "coevo tasks generate", "seed": seed, "held_out_families": HELD_OUT,
-                "tasks": rows}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    for name, (family, spec) in specs.items():
-        write_task(spec, out / name, family)
-    return rows
-
-
-def _instances(family: str, draw: Callable[[random.Random], TaskSpec], seed: int, n: int) -> list[TaskSpec]:
-    """n distinct instances: a draw that repeats an earlier instruction is drawn again, with a new rng."""
-    specs: list[TaskSpec] = []
-    seen: set[str] = set()
-    for i in range(n):
-        for attempt in range(100):
-            spec = draw(random.Random(f"{seed}:{family}:{i}:{attempt}"))
-            if spec.instruction not in seen:
-                break
-        else:
-            raise RuntimeError(f"family {family}: no new instance after 100 draws; its space is too small")
-        seen.add(spec.instruction)
-        specs.append(spec)
-    return specs
-
-
-def _splits(family: str, seed: int, n: int) -> list[str]:
-    """Split of each instance. Held-out families are all test; the others carry the rest of the 20% test
-    share, so that the whole suite is about 60/20/20."""
-    if family in HELD_OUT:
-        return ["test"] * n
-    inside = len(FAMILIES) - len(HELD_OUT)
-    n_dev = round(n * DEV_FRACTION * len(FAMILIES) / inside)
-    n_test = max(0, round(n * (TEST_FRACTION * len(FAMILIES) - len(HELD_OUT)) / inside))
-    labels = ["dev"] * n_dev + ["test"] * n_test
-    labels += ["train"] * (n - len(labels))
-    random.Random(f"{seed}:{family}:splits").shuffle(labels)
-    return labels
-
-
-def _previous(out: Path) -> list[str]:
-    """Task folders an earlier run wrote here (those its manifest lists and that still exist)."""
-    manifest = out / MANIFEST
-    if not manifest.is_file():
-        return []
-    try:
-        rows = json.loads(manifest.read_text())["tasks"]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise TaskError(f"{manifest}: not a manifest this generator wrote ({e}); remove it to "
-                        "regenerate") from e
-    # A name that is not a plain child of `out` (say '../x') was not written by us: never delete it.
-    return [r["name"] for r in rows if (out / r["name"]).parent == out and (out / r["name"]).is_dir()]
+__all__ = ["FAMILIES", "HELD_OUT", "MANIFEST", "generate_suite", "generated_manifest"]

@@ -1,4 +1,5 @@
-"""Check sets shared by families, as {check name: expression} for TaskSpec.checks.
+"""The verifier side of the families: check sets shared by several, as {check name: expression} for
+TaskSpec.checks, and the helper definitions (TaskSpec.helpers) that single families add to verify.py.
 
 The expressions run in the task's verify.py, where the verifier template's helpers and E are defined.
 """
@@ -30,3 +31,26 @@ def path_listing(path: str) -> dict[str, str]:
         "paths_match": f"set(lines({path!r})) == set(E['paths'])",
         "no_duplicates": f"len(lines({path!r})) == len(set(lines({path!r})))",
     }
+
+
+# Read an agent-made archive into {member path relative to /app: bytes}, for regular files only.
+MEMBERS = """
+import tarfile
+
+
+def members(path):
+    with tarfile.open(path, "r:gz") as tar:
+        return {m.name.removeprefix("./").lstrip("/"): tar.extractfile(m).read() for m in tar if m.isfile()}
+"""
+
+GIT = """
+# stdout of git in the task's repository; raises when git fails, so that the check scores 0.
+def git(*args):
+    p = run(["git", "-c", "safe.directory=*", "-C", E["repo"], *args])
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr)
+    return p.stdout.strip()
+"""
+
+# A clean shell for the checks: without /app/bin on PATH, so only env.sh can put it there.
+BARE = "{'PATH': '/usr/bin:/bin', 'HOME': '/tmp'}"

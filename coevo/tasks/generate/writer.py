@@ -8,8 +8,11 @@ byte-identical folders (fixed file modes, sorted JSON, no timestamps).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
+import tarfile
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -90,6 +93,18 @@ def verifier_source(spec: TaskSpec) -> str:
     body = [spec.helpers.strip() + "\n"] if spec.helpers.strip() else []
     body += [f"check({name!r}, lambda: {expr})" for name, expr in checks.items()]
     return TEMPLATE + "\n".join(body) + "\nfinish()\n"
+
+
+def targz(files: dict[str, str]) -> bytes:
+    """A .tar.gz of `files` that is byte-identical for the same input (fixed mtime, owner, order)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for path in sorted(files):
+            data = files[path].encode()
+            info = tarfile.TarInfo(path)
+            info.size, info.mtime, info.mode = len(data), 1700000000, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), mtime=0)
 
 
 def _write_environment(spec: TaskSpec, env_dir: Path) -> None:

@@ -6,7 +6,7 @@ import json
 import random
 
 from coevo.tasks.generate.checks import lines_answer
-from coevo.tasks.generate.words import ADJECTIVES, name, word, words
+from coevo.tasks.generate.families.words import ADJECTIVES, name, word, words
 from coevo.tasks.generate.writer import TaskSpec
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from coevo.tasks.generate.words import NOUNS, VERBS, word, words
+from coevo.tasks.generate.families.words import NOUNS, VERBS, word, words
 from coevo.tasks.generate.writer import TaskSpec
 
 # (what the script does, its bash body, expected output of args and P, draw of args, choices of P):

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import random
 
-from coevo.tasks.generate.words import ADJECTIVES, NOUNS, VERBS, name, sentence, word, words
+from coevo.tasks.generate.checks import BARE, GIT
+from coevo.tasks.generate.families.words import ADJECTIVES, NOUNS, VERBS, name, sentence, word, words
 from coevo.tasks.generate.writer import TaskSpec
-
-# A clean shell for the checks: without /app/bin on PATH, so only env.sh can put it there.
-BARE = "{'PATH': '/usr/bin:/bin', 'HOME': '/tmp'}"
 
 
 def env_path(rng: random.Random) -> TaskSpec:
@@ -43,16 +41,6 @@ def env_path(rng: random.Random) -> TaskSpec:
         expected={"message": message, "value": value, "given": given_value},
         tags=["system", "env", "path"],
     )
-
-
-GIT = """
-# stdout of git in the task's repository; raises when git fails, so that the check scores 0.
-def git(*args):
-    p = run(["git", "-c", "safe.directory=*", "-C", E["repo"], *args])
-    if p.returncode != 0:
-        raise RuntimeError(p.stderr)
-    return p.stdout.strip()
-"""
 
 
 def git_basics(rng: random.Random) -> TaskSpec:

@@ -5,11 +5,20 @@ from __future__ import annotations
 import random
 
 from coevo.tasks.generate.checks import file_lines, lines_answer, number_answer
-from coevo.tasks.generate.words import ADJECTIVES, NOUNS, name, sentence, word, words
+from coevo.tasks.generate.families.words import ADJECTIVES, NOUNS, name, sentence, word, words
 from coevo.tasks.generate.writer import TaskSpec
 
 CONFIG_KEYS = ["port", "host", "timeout", "workers", "log_level", "max_connections", "retries",
                "cache_size", "mode", "user", "region", "backup_dir"]
+
+
+def lines_task(path: str, rows: list[str], out: str, answer: list[str], instruction: str, solution: str,
+               tags: list[str]) -> TaskSpec:
+    """The shape most text families share: one input file of `rows` at /app/`path`, to be left as it
+    is, and an answer of exactly the lines `answer` in `out`."""
+    return TaskSpec(instruction=instruction, solution=[solution], checks=lines_answer(out),
+                    files={path: "\n".join(rows) + "\n"}, keep=[path], expected={"lines": answer},
+                    tags=["text", *tags])
 
 
 def _value(rng: random.Random, key: str) -> str:
@@ -67,16 +76,11 @@ def top_k(rng: random.Random) -> TaskSpec:
     items = [w for w, c in zip(vocab, counts) for _ in range(c)]
     rng.shuffle(items)
     top = [w for _, w in sorted(zip(counts, vocab), reverse=True)[:k]]
-    return TaskSpec(
-        instruction=f"/app/{path} has one word per line. Write the {k} most frequent words to {out}, "
+    return lines_task(
+        path, items, out, top,
+        f"/app/{path} has one word per line. Write the {k} most frequent words to {out}, "
         "one per line, most frequent first (just the words, no counts).",
-        solution=[f"sort /app/{path} | uniq -c | sort -rn | head -{k} | awk '{{print $2}}' > {out}"],
-        checks=lines_answer(out),
-        files={path: "\n".join(items) + "\n"},
-        keep=[path],
-        expected={"lines": top},
-        tags=["text", "sort", "uniq"],
-    )
+        f"sort /app/{path} | uniq -c | sort -rn | head -{k} | awk '{{print $2}}' > {out}", ["sort", "uniq"])
 
 
 WC = {"lines": "-l", "words": "-w", "bytes": "-c"}
@@ -106,16 +110,11 @@ def dedupe_lines(rng: random.Random) -> TaskSpec:
             for w in words(rng, rng.randint(5, 10))]
     items = [rng.choice(pool) for _ in range(rng.randint(15, 30))]
     unique = list(dict.fromkeys(items))
-    return TaskSpec(
-        instruction=f"/app/{path} contains duplicate lines. Write its lines to {out} with duplicates "
+    return lines_task(
+        path, items, out, unique,
+        f"/app/{path} contains duplicate lines. Write its lines to {out} with duplicates "
         "removed, keeping only the first occurrence of each line, in the original order.",
-        solution=[f"awk '!seen[$0]++' /app/{path} > {out}"],
-        checks=lines_answer(out),
-        files={path: "\n".join(items) + "\n"},
-        keep=[path],
-        expected={"lines": unique},
-        tags=["text", "awk"],
-    )
+        f"awk '!seen[$0]++' /app/{path} > {out}", ["awk"])
 
 
 def line_range(rng: random.Random) -> TaskSpec:
@@ -123,13 +122,7 @@ def line_range(rng: random.Random) -> TaskSpec:
     rows = [sentence(rng, rng.randint(3, 9)) for _ in range(rng.randint(20, 50))]
     first = rng.randint(2, len(rows) - 5)
     last = rng.randint(first + 1, min(len(rows) - 1, first + 12))
-    return TaskSpec(
-        instruction=f"Write lines {first} through {last} (inclusive; the first line is line 1) of "
-        f"/app/{path} to {out}.",
-        solution=[f"sed -n '{first},{last}p' /app/{path} > {out}"],
-        checks=lines_answer(out),
-        files={path: "\n".join(rows) + "\n"},
-        keep=[path],
-        expected={"lines": rows[first - 1 : last]},
-        tags=["text", "sed"],
-    )
+    return lines_task(
+        path, rows, out, rows[first - 1 : last],
+        f"Write lines {first} through {last} (inclusive; the first line is line 1) of /app/{path} to {out}.",
+        f"sed -n '{first},{last}p' /app/{path} > {out}", ["sed"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from coevo.tasks.generate.checks import file_lines, path_listing
-from coevo.tasks.generate.words import NOUNS, name, sentence, word, words
+from coevo.tasks.generate.families.words import NOUNS, name, sentence, word, words
 from coevo.tasks.generate.writer import TaskSpec
 
 EXTS = ["log", "txt", "csv", "md", "json", "conf", "ini"]

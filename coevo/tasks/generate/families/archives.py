@@ -2,35 +2,11 @@
 
 from __future__ import annotations
 
-import gzip
-import io
 import random
-import tarfile
 
-from coevo.tasks.generate.words import name, sentence, word, words
-from coevo.tasks.generate.writer import TaskSpec
-
-# Read an agent-made archive into {member path relative to /app: bytes}, for regular files only.
-MEMBERS = """
-import tarfile
-
-
-def members(path):
-    with tarfile.open(path, "r:gz") as tar:
-        return {m.name.removeprefix("./").lstrip("/"): tar.extractfile(m).read() for m in tar if m.isfile()}
-"""
-
-
-def targz(files: dict[str, str]) -> bytes:
-    """A .tar.gz of `files` that is byte-identical for the same input (fixed mtime, owner, order)."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for path in sorted(files):
-            data = files[path].encode()
-            info = tarfile.TarInfo(path)
-            info.size, info.mtime, info.mode = len(data), 1700000000, 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(raw.getvalue(), mtime=0)
+from coevo.tasks.generate.checks import MEMBERS
+from coevo.tasks.generate.families.words import name, sentence, word, words
+from coevo.tasks.generate.writer import TaskSpec, targz
 
 
 def _text(rng: random.Random) -> str:
