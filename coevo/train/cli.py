@@ -10,6 +10,15 @@ import typer
 
 from coevo.train.sft import SFTSettings  # a dataclass; its module imports nothing heavy
 
+# The options warmstart and train share: one model trained on one split under one harness, into a folder.
+ModelFolder = Annotated[Path, typer.Option(help="HF model folder to train (from init-model; for train, "
+                                           "usually from warmstart).")]
+HarnessFile = Annotated[Path, typer.Option(help="Harness YAML the episodes run under (as in eval).")]
+RunFolder = Annotated[Path, typer.Option(help="Folder for the trained checkpoint (train adds checkpoints/, "
+                                         "metrics.jsonl and rollouts/).")]
+TaskFolder = Annotated[Path, typer.Option(help="Task folder (with splits).")]
+SplitName = Annotated[str, typer.Option(help="Split to train on: train, dev, test or all.")]
+
 
 def fail(message: str) -> None:
     typer.secho(f"error: {message}", fg="red", err=True)
@@ -38,11 +47,8 @@ def init_model(
 
 
 def warmstart(
-    model: Annotated[Path, typer.Option(help="HF model folder to start from (e.g. from init-model).")],
-    harness: Annotated[Path, typer.Option(help="Harness YAML the oracle trajectories are rendered with.")],
-    out: Annotated[Path, typer.Option(help="Folder for the fine-tuned checkpoint.")],
-    tasks: Annotated[Path, typer.Option(help="Task folder (with splits).")] = Path("tasks"),
-    split: Annotated[str, typer.Option(help="Split whose solutions are trained on.")] = "train",
+    model: ModelFolder, harness: HarnessFile, out: RunFolder,
+    tasks: TaskFolder = Path("tasks"), split: SplitName = "train",
     epochs: Annotated[float, typer.Option(help="Passes over the conversations.")] = SFTSettings.epochs,
     lr: Annotated[float, typer.Option(help="Peak learning rate.")] = SFTSettings.lr,
     batch_size: Annotated[int, typer.Option(help="Conversations per optimizer step.")] = SFTSettings.batch_size,
@@ -67,11 +73,8 @@ def warmstart(
 
 
 def train(
-    model: Annotated[Path, typer.Option(help="HF model folder to train (e.g. from warmstart).")],
-    harness: Annotated[Path, typer.Option(help="Harness YAML the episodes run under (as in eval).")],
-    out: Annotated[Path, typer.Option(help="Run folder: checkpoints/, metrics.jsonl, rollouts/.")],
-    tasks: Annotated[Path, typer.Option(help="Task folder (with splits).")] = Path("tasks"),
-    split: Annotated[str, typer.Option(help="Split to train on: train, dev, test or all.")] = "train",
+    model: ModelFolder, harness: HarnessFile, out: RunFolder,
+    tasks: TaskFolder = Path("tasks"), split: SplitName = "train",
     steps: Annotated[int | None, typer.Option(help="Total optimizer steps (spec: steps).")] = None,
     group_size: Annotated[int | None, typer.Option(help="Episodes per task per step (spec: group_size).")
                           ] = None,
