@@ -1,4 +1,5 @@
-"""The locally built default model: tokenizer traps (STACK.md) and a loadable Hugging Face folder."""
+"""The locally built default model: the tokenizer survives a save and load through `AutoTokenizer`
+unchanged, carries TRL's verbatim chat template, and the folder loads as a Hugging Face model."""
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 active episode, then their tool calls in parallel (a thread pool), and each finished episode is verified
 in the pool while the others go on. Evaluation and GRPO training share this one code path.
 
-Boundaries (STYLE.md, "failures as data"): a sandbox that breaks ends its episode as 'sandbox_error', a
-policy that raises ends the batch's episodes as 'policy_error'; both score 0 without a verifier run. A
-verifier that fails leaves reward 0 and its cause in `verify_error`. Nothing here crashes the run.
+Boundaries, where a failure becomes data rather than a crash: a sandbox that breaks ends its episode
+as 'sandbox_error', a policy that raises ends the batch's episodes as 'policy_error'; both score 0
+without a verifier run. A verifier that fails leaves reward 0 and its cause in `verify_error`. Nothing
+here crashes the run.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ is exactly the sampled tokens, measure the train/rollout mismatch, and hand TRL 
 and the step's own metrics go through the reward function's `log_metric` (TRL's public path), so they
 land in TRL's logs and every reporter (console, MLflow).
 
-TRL facts (STACK.md): prompts arrive already repeated `num_generations` times, and exactly one row per
-prompt must come back.
+What TRL's `rollout_func` contract asks: prompts arrive already repeated `num_generations` times, and
+exactly one row per prompt must come back.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the bundled tasks and harness prompts, and a randomly initialised small Qwen2 (hidden 128, 4 layers,
 4 heads / 2 KV heads, tied embeddings, ~1 M parameters). `coevo warmstart` then teaches it.
 
-Two traps (STACK.md) shape the tokenizer:
+Two traps in the libraries shape the tokenizer:
 - transformers' `Qwen2Tokenizer` rebuilds the normalizer and pre-tokenizer on load, so we train with
   exactly that pipeline (NFC, Qwen2's split regex, ByteLevel without its own regex), or a saved
   tokenizer would encode differently once loaded through `AutoTokenizer`;

@@ -1,7 +1,7 @@
 """Supervised warm start: TRL `SFTTrainer` on chat conversations, loss on the assistant's tokens only.
 
 The conversations are oracle episodes rendered by the harness (see `coevo.train.warmstart`); this
-module only knows messages. Two TRL facts shape it (STACK.md):
+module only knows messages. Two facts about TRL's SFTTrainer shape it:
 - `assistant_only_loss` needs `{% generation %}` markers. Our tokenizers carry TRL's verbatim
   `qwen2_5.jinja`, which has none, so TRL swaps in its `qwen2_5_training.jinja` (same rendering,
   plus markers) by itself;
