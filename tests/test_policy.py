@@ -89,7 +89,8 @@ def test_hf_greedy_does_not_depend_on_batch_padding(hf_policy):
 
 
 class ChatServer(BaseHTTPRequestHandler):
-    """A real (tiny) OpenAI-compatible endpoint: replies 'echo <last user message>'."""
+    """A real (tiny) OpenAI-compatible endpoint: replies 'echo <last user message>', cut to `max_tokens`
+    words (finish_reason "length"), with a logprob per word when the request asks for logprobs."""
 
     seen: ClassVar[list[dict]] = []
 
