@@ -70,13 +70,10 @@ def _kind(model: type[BaseModel], part: str) -> Kind:
 def walk(model: type[BaseModel], path: str) -> tuple[type[BaseModel], int, Kind]:
     """Follow `path` down nested sections: (the model holding the part where the walk stops, that part's
     index, what it names). The walk stops at the last part or at the first part that is not a section."""
-    parts = path.split(".")
-    for i, part in enumerate(parts):
-        kind = _kind(model, part)
-        if kind != "section" or i == len(parts) - 1:
-            return model, i, kind
-        model = model.model_fields[part].annotation
-    raise ValueError("an empty path names no field")  # unreachable: "".split(".") == [""]
+    parts, i = path.split("."), 0
+    while i < len(parts) - 1 and _kind(model, parts[i]) == "section":
+        model, i = model.model_fields[parts[i]].annotation, i + 1
+    return model, i, _kind(model, parts[i])
 
 
 def sections_of(model: type[BaseModel]) -> list[str]:

@@ -6,6 +6,11 @@ class CoevoError(Exception):
     """Base class: every message names the file and the field or line, and says what is valid."""
 
 
+class ConfigError(CoevoError):
+    """A config file (harness, search space, search config, GRPO spec) or a dotted override is invalid.
+    coevo.config raises it, or the subclass its caller passes (HarnessError, GRPOSpecError)."""
+
+
 class TaskError(CoevoError):
     """A task folder is malformed: missing file, bad task.toml, unsupported Dockerfile."""
 
@@ -24,7 +29,3 @@ class SandboxUnavailableError(SandboxError):
 
 class VerifierError(CoevoError):
     """The verifier ran but its reward is unusable: missing, empty, non-numeric, NaN or out of range."""
-
-
-class ConfigError(CoevoError):
-    """A config file (harness, search space, search config, GRPO spec) or a dotted override is invalid."""
