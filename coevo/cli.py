@@ -7,6 +7,7 @@ import typer
 
 from coevo.evaluate import cli as eval_cli
 from coevo.rollout import cli as rollout_cli
+from coevo.sandbox import cli as sandbox_cli
 from coevo.search import cli as search_cli
 from coevo.tasks import cli as tasks_cli
 from coevo.train import cli as train_cli
@@ -17,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(tasks_cli.app, name="tasks", help="List, generate and check Harbor-format task folders.")
+app.add_typer(sandbox_cli.app, name="sandbox", help="Docker sandboxes: the air-gapped base image, and pruning.")
 
 # Further areas register here, one line each: app.command("name")(area_cli.function)
 app.command("init-model")(train_cli.init_model)

@@ -31,6 +31,10 @@ def pid_namespace_members(ns: str) -> list[int]:
 
 
 class SandboxContract:
+    def host_leftovers(self, sandbox) -> list[Path]:
+        """Host paths that exist while the sandbox is open and must be gone after close (backend hook)."""
+        return [sandbox.workspace]
+
     # -- the shell ---------------------------------------------------------------------------------
     def test_round_trip_and_exit_code(self, sandbox):
         result = sandbox.run("echo hello; echo oops >&2")
@@ -133,9 +137,10 @@ class SandboxContract:
         sandbox.run("sleep 1000 & setsid sleep 1000 & nohup sleep 1000 >/dev/null 2>&1 &")
         ns = os.readlink(f"/proc/{sandbox._shell.child_pid}/ns/pid")
         assert len(pid_namespace_members(ns)) >= 4
-        workspace = sandbox.workspace
+        leftovers = self.host_leftovers(sandbox)
+        assert all(path.exists() for path in leftovers)
         sandbox.close()
-        assert pid_namespace_members(ns) == [] and not workspace.exists()
+        assert pid_namespace_members(ns) == [] and not any(path.exists() for path in leftovers)
         sandbox.close()  # idempotent
 
     # -- tasks and verification ----------------------------------------------------------------------

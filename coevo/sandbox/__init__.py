@@ -1,5 +1,8 @@
 """Sandbox backends, chosen by a short name. `make_sandbox(task)` gives an unstarted sandbox whose /app
-is seeded from the task's environment/ folder."""
+is seeded from the task's environment/ folder (local) or built from it as an image (docker).
+
+`auto` picks docker for a task whose Dockerfile needs an image build (or names a prebuilt image) when
+an engine answers, and local otherwise (`choose_backend`)."""
 
 from __future__ import annotations
 
@@ -8,27 +11,49 @@ import shutil
 from pathlib import Path
 
 from coevo import Sandbox
-from coevo.errors import TaskError
+from coevo.errors import SandboxUnavailableError, TaskError
 from coevo.sandbox.bwrap import Limits, Mount
 from coevo.tasks.task import Task
 
-BACKENDS = {"local": "coevo.sandbox.local.LocalSandbox"}
+BACKENDS = {"local": "coevo.sandbox.local.LocalSandbox", "docker": "coevo.sandbox.docker.DockerSandbox"}
 
-__all__ = ["BACKENDS", "Limits", "Mount", "host_mounts", "make_sandbox", "seed_app", "task_limits"]
+__all__ = ["BACKENDS", "Limits", "Mount", "choose_backend", "host_mounts", "make_sandbox", "seed_app",
+           "task_limits"]
 
 
 def make_sandbox(task: Task, backend: str = "local", **options) -> Sandbox:
-    """An unstarted sandbox for one episode of `task`. Options go to the backend (timeout, output_cap)."""
+    """An unstarted sandbox for one episode of `task`. Options go to the backend (timeout, output_cap;
+    docker also takes image_map and run_id)."""
+    if backend == "auto":
+        backend = choose_backend(task)
     if backend not in BACKENDS:
-        raise ValueError(f"unknown sandbox backend '{backend}'; valid: {', '.join(BACKENDS)}")
+        raise ValueError(f"unknown sandbox backend '{backend}'; valid: {', '.join(BACKENDS)}, auto")
     module, _, name = BACKENDS[backend].rpartition(".")
     cls = getattr(importlib.import_module(module), name)
+    if backend == "docker":  # the image build does what seed_app does for the local backend
+        return cls.for_task(task, **options)
     task.env.require_local(task.name)
     mounts = [*host_mounts(task), *options.pop("mounts", [])]
     sandbox = cls(env=task.env.env, hidden=hidden_paths(task), limits=task_limits(task), mounts=mounts,
                   workdir=str(task.env.workdir), **options)
     seed_app(task, sandbox.app_dir)
     return sandbox
+
+
+def choose_backend(task: Task) -> str:
+    """"docker" when the task needs an image (RUN lines, a non-Debian base, docker_image) and an engine
+    answers; "local" when the host's userland will do. A task that needs docker without an engine is
+    an error that says how to start one, never a half-prepared local run."""
+    if not task.env.needs_docker and not task.config.environment.docker_image:
+        return "local"
+    from coevo.sandbox.docker_io import daemon_error
+
+    problem = daemon_error()
+    if problem:
+        why = task.env.needs_docker[0] if task.env.needs_docker else "environment.docker_image in task.toml"
+        raise SandboxUnavailableError(f"task {task.name}: needs the docker backend ({task.env.dockerfile}, {why}), "
+                                      f"but {problem}")
+    return "docker"
 
 
 def host_mounts(task: Task) -> list[Mount]:

@@ -45,6 +45,8 @@ class EnvironmentConfig(BaseModel):
     host_paths: list[str] = Field(default_factory=list)
     """Host folders the task's runtime needs (say a toolchain in /opt), bound read-only at the same
     path by the local sandbox. Nothing else of the host outside its system folders is visible."""
+    docker_image: str | None = None
+    """A prebuilt image for the docker backend, used instead of building environment/ (as in Harbor)."""
 
     @model_validator(mode="before")
     @classmethod
