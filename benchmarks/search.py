@@ -4,7 +4,7 @@
    harness (same sampler seed, same trials budget);
 2. TPE (multivariate) vs random sampling on the default space: best after N trials and trials-to-best.
 
-Policy: the synthetic harness-sensitive oracle (coevo/search/synthetic.py), NOT a model. It replays each
+Policy: the synthetic harness-sensitive oracle (coevo/policy/synthetic.py), NOT a model. It replays each
 task's reference solution, but replies come out unparseable with a probability set by the harness
 (action format, templates, decoding, context, limits), and the real harness recovery, real sandboxes and
 real verifiers decide each episode. That gives the optimizer a landscape with known structure at the cost
@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 def run_study(space, base, dev_batches, trials: int, sampler: str, pruning: bool, seed: int, storage: str) -> dict:
     import optuna
 
+    from coevo.policy.synthetic import HarnessSensitivePolicy
     from coevo.search.scoring import Pruned, score
     from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until
-    from coevo.search.synthetic import HarnessSensitivePolicy
 
     name = f"{sampler}-{'prune' if pruning else 'full'}-{seed}"
     study = open_study(storage, name, make_sampler(sampler, seed, trials), make_pruner(pruning, len(dev_batches)))

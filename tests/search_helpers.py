@@ -1,5 +1,5 @@
 """What the `coevo search` tests share: a small space over real harness fields and a config writer whose
-policy is the synthetic harness-sensitive oracle (coevo/search/synthetic.py)."""
+policy is the synthetic harness-sensitive oracle (coevo/policy/synthetic.py)."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ def eval_command(
 
     try:
         if bundle is not None:
-            from coevo.search.export import load_bundle
+            from coevo.bundle import load_bundle
 
             loaded_harness, model_dir, _ = load_bundle(bundle)
             model = model or str(model_dir)
@@ -66,16 +66,19 @@ def eval_command(
 
 
 def build_policy(model: str, harness, tasks, base_url: str | None, dtype: str):
+    """--model and its options as a policy spec; `make_policy` builds it."""
     from coevo.policy import make_policy
 
     if model in ("", "oracle"):
-        return make_policy({"backend": "oracle", "harness": harness, "tasks": tasks})
-    if model.startswith("openai:"):
-        return make_policy({"backend": "openai", "model": model.removeprefix("openai:"), "base_url": base_url})
-    if not Path(model).is_dir():
+        spec = {"backend": "oracle"}
+    elif model.startswith("openai:"):
+        spec = {"backend": "openai", "model": model.removeprefix("openai:"), "base_url": base_url}
+    elif not Path(model).is_dir():
         raise ValueError(f"--model {model}: not a folder; expected a Hugging Face model folder, "
                          "'openai:MODEL' or 'oracle'")
-    return make_policy({"backend": "hf", "model": model, "dtype": dtype})
+    else:
+        spec = {"backend": "hf", "model": model, "dtype": dtype}
+    return make_policy(spec, harness=harness, tasks=tasks)
 
 
 def print_report(report, title: str) -> None:

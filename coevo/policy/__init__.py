@@ -1,8 +1,10 @@
 """Policy backends, chosen by a short name. Each implements `coevo.Policy.generate`.
 
-    hf        a local Hugging Face causal-LM folder (batched, left-padded; token ids + logprobs)
-    openai    an OpenAI-compatible chat endpoint (text only; for evaluation and harness search)
-    scripted  fixed replies (tests); `oracle` plays each task's solution/solve.sh through a harness
+    hf         a local Hugging Face causal-LM folder (batched, left-padded; token ids + logprobs)
+    openai     an OpenAI-compatible chat endpoint (text only; for evaluation and harness search)
+    scripted   fixed replies (tests)
+    oracle     plays each task's solution/solve.sh through a harness (warm-start data, task checks)
+    synthetic  the oracle with harness-dependent slips: a known landscape for measuring the optimizer
 """
 
 from __future__ import annotations
@@ -14,20 +16,29 @@ BACKENDS = {
     "openai": "coevo.policy.openai.OpenAIPolicy",
     "scripted": "coevo.policy.scripted.ScriptedPolicy",
     "oracle": "coevo.policy.scripted.OraclePolicy",
+    "synthetic": "coevo.policy.synthetic.HarnessSensitivePolicy",
 }
+PLAYS_TASKS = ("oracle", "synthetic")
+"""Backends that replay the tasks' own solutions: they are built with the harness and the tasks."""
 
 
-def make_policy(spec: dict | str):
-    """Build a policy from `{"backend": name, **constructor kwargs}`, or from "hf:PATH" / "openai:MODEL".
+def make_policy(spec: dict | str, harness=None, tasks: list | None = None):
+    """Build a policy from `{"backend": name, **constructor kwargs}`, or from "hf:PATH" / "openai:MODEL" /
+    "oracle" / "synthetic". A bare string that names no backend is taken as a local HF model folder.
 
-    A bare string without a known "name:" prefix is taken as a local HF model folder.
+    `harness` and `tasks` go to the backends that play the tasks (oracle, synthetic); the others ignore them.
     """
     if isinstance(spec, str):
         name, _, rest = spec.partition(":")
-        spec = {"backend": name, "model": rest} if name in ("hf", "openai") and rest else {"model": spec}
+        spec = ({"backend": name, "model": rest} if name in ("hf", "openai") and rest
+                else {"backend": spec} if spec in PLAYS_TASKS else {"model": spec})
     kwargs = dict(spec)
     name = kwargs.pop("backend", "hf")
     if name not in BACKENDS:
         raise ValueError(f"policy backend {name!r}: valid are {', '.join(BACKENDS)}")
+    if name in PLAYS_TASKS:
+        kwargs.update({k: v for k, v in (("harness", harness), ("tasks", tasks)) if v is not None})
+        if "harness" not in kwargs or "tasks" not in kwargs:
+            raise ValueError(f"policy backend {name!r} replays the tasks' solutions: give it the harness and the tasks")
     module, _, cls = BACKENDS[name].rpartition(".")
     return getattr(import_module(module), cls)(**kwargs)

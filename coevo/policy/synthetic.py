@@ -1,4 +1,5 @@
-"""A synthetic policy for measuring the optimizer itself (tests, benchmarks/search.py), not a model.
+"""A synthetic policy for measuring the optimizer itself (tests, benchmarks/search.py), not a model: the
+`synthetic` backend of `make_policy`, so a search config can name it (`policy: {backend: synthetic}`).
 
 `HarnessSensitivePolicy` plays each task's reference solution like the oracle, but each reply comes out
 unparseable with a probability that depends on the harness (action format, templates, decoding, context),

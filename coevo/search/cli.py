@@ -87,6 +87,7 @@ def ui(
     """Start the MLflow UI on 127.0.0.1 for a run's tracking store."""
     from coevo.search.errors import SearchError
     from coevo.search.run import run_dir_of
+    from coevo.search.tracking import store_of
 
     try:
         folder = run_dir_of(run)
@@ -100,17 +101,6 @@ def ui(
         cmd += ["--default-artifact-root", artifacts]
     mlflow_bin = Path(os.sys.executable).parent / "mlflow"
     os.execv(str(mlflow_bin), [str(mlflow_bin), *cmd[1:]])
-
-
-def store_of(folder: Path) -> tuple[str, str | None]:
-    """The tracking URI of a run folder (its config's, or the default sqlite file) and its artifact root."""
-    import yaml
-
-    from coevo.search.tracking import default_uri, is_local
-
-    config = yaml.safe_load((folder / "config.yaml").read_text())
-    uri = config.get("tracking_uri") or default_uri(folder)
-    return uri, (folder / "mlartifacts").resolve().as_uri() if is_local(uri) else None
 
 
 def compare(
@@ -145,14 +135,14 @@ def export(
                                                       "under this name.")] = None,
 ) -> None:
     """Write the best pair as a self-contained bundle: harness + templates + checkpoint + report."""
-    from coevo.search.errors import SearchError
+    from coevo.errors import CoevoError
     from coevo.search.export import export_bundle
     from coevo.search.run import run_dir_of
 
     try:
         folder = run_dir_of(run)
         bundle, version = export_bundle(folder, out, row=row, register=register)
-    except (SearchError, OSError) as e:
+    except (CoevoError, OSError) as e:  # SearchError (the run) and BundleError (the folder)
         fail(str(e))
     print(f"wrote {bundle}" + (f"; registered as {register} version {version}" if version else ""))
     print(f"re-evaluate it: coevo eval --bundle {bundle} --split test")

@@ -1,30 +1,22 @@
-"""`coevo export RUN --out DIR`: the best (harness, checkpoint) pair of a search as one self-contained folder.
-
-    DIR/
-      harness.yaml    the resolved harness; prompts_dir: prompts (relative, so the folder can move)
-      prompts/        the Jinja templates it names
-      model/          the Hugging Face checkpoint (weights, config, tokenizer with its chat template)
-      report.json     test-split scores with 95% CIs (this pair and the whole table), dev score, and
-                      lineage: run, MLflow runs, trial, generation, task-set hash, seeds, versions
-      README.md       the same in words, and the command that reproduces the score
-
-`load_bundle(DIR) -> (harness, model_dir, report)` reads it back; `coevo eval --bundle DIR` uses it.
+"""`coevo export RUN --out DIR`: the best (harness, checkpoint) pair of a search as one self-contained
+bundle (its layout and reading: coevo/bundle.py). What this module adds is the search's side: which pair,
+the report with its test scores and lineage (run, MLflow runs, trial, generation, task-set hash, seeds,
+versions), and the optional MLflow Model Registry entry.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from coevo.bundle import check_target, write_bundle
+from coevo.outcomes import SUMMARY_METRICS
 from coevo.search.errors import SearchError
+from coevo.search.final import ROWS
+from coevo.search.tracking import store_of
 
-SKIP = {"optimizer.pt", "scheduler.pt", "training_args.bin", "trainer_state.json", "rng_state.pth"}
-"""Training state in a checkpoint folder that inference does not need."""
 PACKAGES = ("torch", "transformers", "trl", "optuna", "mlflow", "pydantic")
 
 
@@ -40,50 +32,17 @@ def export_bundle(run_folder: Path, out: Path, row: str = "co-evolved", register
         raise SearchError(f"{run_folder}: the search has not finished its test table (resume it with "
                           f"`coevo search --resume {run_folder}`); rows so far: {', '.join(state.test) or 'none'}")
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise SearchError(f"--out {out}: exists and is not empty; choose a new folder")
+    check_target(out)
     record = state.test[row]
-    base = load_harness(config.harness)
-    harness = base.with_overrides({**config.overrides, **record["overrides"]})
-    staging = out.with_name(out.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    _write_harness(harness, staging)
-    _copy_model(Path(record["checkpoint"]), staging / "model")
+    harness = load_harness(config.harness).with_overrides({**config.overrides, **record["overrides"]})
     report = bundle_report(config, state, row, record, run_folder)
-    (staging / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-    (staging / "README.md").write_text(_readme(report))
-    if out.exists():
-        out.rmdir()
-    staging.rename(out)
+    write_bundle(out, harness, Path(record["checkpoint"]), report, _readme(report))
     version = register_bundle(config, run_folder, state, out, register) if register else None
     return out, version
 
 
-def _write_harness(harness, folder: Path) -> None:
-    (folder / "prompts").mkdir()
-    for slot in type(harness.templates).model_fields:
-        name = getattr(harness.templates, slot)
-        target = folder / "prompts" / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(harness.prompts_path / name, target)
-    data = harness.model_dump(mode="json")
-    data["prompts_dir"] = "prompts"
-    (folder / "harness.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-
-
-def _copy_model(checkpoint: Path, target: Path) -> None:
-    if not (checkpoint / "config.json").is_file():
-        raise SearchError(f"{checkpoint}: not a Hugging Face model folder (no config.json)")
-    shutil.copytree(checkpoint, target, ignore=lambda d, names: [n for n in names if n in SKIP
-                                                                  or n.startswith("rng_state")])
-
-
 def bundle_report(config, state, row: str, record: dict, run_folder: Path) -> dict[str, Any]:
-    from coevo.search.final import ROWS
-
-    keep = ("pass_at_1", "ci_low", "ci_high", "mean_reward", "mean_turns", "format_error_rate", "timeouts",
-            "mean_tokens", "episodes", "gain", "gain_low", "gain_high")
+    keep = (*SUMMARY_METRICS, "gain", "gain_low", "gain_high")
     incumbent = state.incumbent
     test_tasks = sorted(record["per_task"])
     return {
@@ -150,7 +109,6 @@ def _readme(report: dict) -> str:
 
 def register_bundle(config, run_folder: Path, state, bundle: Path, name: str) -> str:
     """Log the bundle as an artifact of the search's parent run and register it as a model version."""
-    from coevo.search.cli import store_of
     from coevo.search.tracking import Tracker
 
     uri, artifacts = store_of(run_folder)
@@ -175,15 +133,3 @@ def _exists(client, name: str) -> bool:
         return True
     except MlflowException:
         return False
-
-
-def load_bundle(folder: str | Path) -> tuple[Any, Path, dict]:
-    """(harness, model folder, report) of an exported bundle; errors name the file that is missing."""
-    from coevo.harness import load_harness
-
-    folder = Path(folder)
-    missing = [p for p in ("harness.yaml", "model/config.json", "report.json") if not (folder / p).is_file()]
-    if missing:
-        raise SearchError(f"{folder}: not a coevo bundle (missing {', '.join(missing)}; `coevo export` writes "
-                          "harness.yaml, prompts/, model/ and report.json)")
-    return load_harness(folder / "harness.yaml"), folder / "model", json.loads((folder / "report.json").read_text())

@@ -14,63 +14,71 @@ from __future__ import annotations
 
 from typing import Any
 
+from coevo.outcomes import SUMMARY_METRICS
+from coevo.search import plots
+from coevo.search.context import RunContext
+from coevo.search.state import RunState
+
 ROWS = ("baseline", "harness-only", "weights-only", "co-evolved")
 SINGLE_LEVERS = ("harness-only", "weights-only")
 
 
-def row_pairs(s) -> dict[str, tuple[dict, str, int, str]]:
+def row_pairs(state: RunState) -> dict[str, tuple[dict, str, int, str]]:
     """Row -> (harness overrides, checkpoint, generation, where the harness comes from)."""
-    ckpts = s.state.checkpoints
-    h_only = s.state.harness_only or s.state.baseline
-    inc = s.state.incumbent
+    ckpts = state.checkpoints
+    h_only = state.harness_only or state.baseline
+    inc = state.incumbent
     return {"baseline": ({}, ckpts[0], 0, "base harness"),
             "harness-only": (h_only.overrides, ckpts[0], 0, h_only.source.split(" on g")[0]),
             "weights-only": ({}, ckpts[-1], len(ckpts) - 1, "base harness"),
             "co-evolved": (inc.overrides, inc.checkpoint, inc.generation, inc.source.split(" on g")[0])}
 
 
-def test_table(s) -> dict[str, dict[str, Any]]:
-    from coevo.evaluate import paired_bootstrap
-    from coevo.search import plots
-
-    run_id = s.current_phase_run = s.phase_run("test")
-    for row, (overrides, ckpt, gen, origin) in row_pairs(s).items():
-        if row in s.state.test:
+def test_table(ctx: RunContext, run_id: str) -> dict[str, dict[str, Any]]:
+    """Score each row on the test split (a resumed run skips the rows it has), then the gains and the
+    verdict, logged to MLflow under the parent run and printed."""
+    state = ctx.ledger.state
+    for row, (overrides, ckpt, gen, origin) in row_pairs(state).items():
+        if row in state.test:
             continue
         key = repr((sorted(overrides.items()), ckpt))  # identical pairs are scored once
-        same = next((r for r, v in s.state.test.items() if v["key"] == key), None)
+        same = next((r for r, v in state.test.items() if v["key"] == key), None)
         if same is None:
-            pair, report = s.evaluate(f"test {row}", run_id, overrides, ckpt, gen, origin, task_batches=[s.test],
-                                      tags={"row": row})
-            record = {**pair.model_dump(), "key": key, **{k: getattr(report.overall, k) for k in (
-                "mean_reward", "mean_turns", "format_error_rate", "timeouts", "mean_tokens", "episodes")}}
+            pair, report = ctx.evaluator.evaluate(f"test {row}", run_id, overrides, ckpt, gen, origin,
+                                                  task_batches=[ctx.inputs.test], tags={"row": row})
+            record = {**pair.model_dump(), "key": key, **{k: getattr(report.overall, k) for k in SUMMARY_METRICS}}
         else:
-            record = {**s.state.test[same], "same_as": same}
-        s.state.test[row] = record
-        s.save()
-    base = s.state.test["baseline"]["per_task"]
-    for row, record in s.state.test.items():
-        record["gain"], record["gain_low"], record["gain_high"] = paired_bootstrap(base, record["per_task"],
-                                                                                   seed=s.config.seed)
-        s.tracker.metrics(s.state.parent_run, {f"test/{row}/{k}": record[k] for k in (
+            record = {**state.test[same], "same_as": same}
+        state.test[row] = record
+        ctx.ledger.save()
+    _gains(ctx, state)
+    text = markdown(state.test, len(ctx.inputs.test), ctx.inputs.config.objective)
+    ctx.tracker.text(state.parent_run, text, "test_table.md")
+    ctx.tracker.text(state.parent_run, _json(state.test), "test_table.json")
+    plots.log_capability(ctx.tracker, state.parent_run, state.history, state.test)
+    ctx.ledger.save()
+    ctx.log(text)
+    return state.test
+
+
+def _gains(ctx: RunContext, state: RunState) -> None:
+    """Each row's paired gain over the baseline, and co-evolved's over each single lever (the verdict)."""
+    from coevo.evaluate import paired_bootstrap
+
+    seed = ctx.inputs.config.seed
+    base = state.test["baseline"]["per_task"]
+    for row, record in state.test.items():
+        record["gain"], record["gain_low"], record["gain_high"] = paired_bootstrap(base, record["per_task"], seed=seed)
+        ctx.tracker.metrics(state.parent_run, {f"test/{row}/{k}": record[k] for k in (
             "pass_at_1", "ci_low", "ci_high", "mean_reward", "gain", "gain_low", "gain_high")})
-    co = s.state.test["co-evolved"]
-    co["vs"] = {row: paired_bootstrap(s.state.test[row]["per_task"], co["per_task"], seed=s.config.seed)
+    co = state.test["co-evolved"]
+    co["vs"] = {row: paired_bootstrap(state.test[row]["per_task"], co["per_task"], seed=seed)
                 for row in SINGLE_LEVERS}
     co["beats_single_levers"] = all(low > 0 for _, low, _ in co["vs"].values())
-    s.tracker.metrics(s.state.parent_run, {
+    ctx.tracker.metrics(state.parent_run, {
         "test/co-evolved/beats_single_levers": float(co["beats_single_levers"]),
         **{f"test/co-evolved/vs_{row}/{k}": v for row, gain in co["vs"].items()
            for k, v in zip(("gain", "gain_low", "gain_high"), gain, strict=True)}})
-    text = markdown(s.state.test, len(s.test), s.config.objective)
-    s.tracker.text(s.state.parent_run, text, "test_table.md")
-    s.tracker.text(s.state.parent_run, _json(s.state.test), "test_table.json")
-    plots.log_capability(s.tracker, s.state.parent_run, s.state.history, s.state.test)
-    s.tracker.end(run_id)
-    s.current_phase_run = None
-    s.save()
-    s.log(text)
-    return s.state.test
 
 
 def markdown(test: dict[str, dict], n_tasks: int, objective: str = "pass_at_1") -> str:

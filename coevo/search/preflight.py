@@ -162,7 +162,7 @@ def check_estimate(c: Context) -> str:
 
     _need(c.base and c.tasks and all(c.splits.values()), "the config and tasks in every split")
     task = next(t for t in c.tasks if t.split == "dev")
-    policy = make_policy({"backend": "oracle", "harness": c.base, "tasks": [task]})
+    policy = make_policy("oracle", harness=c.base, tasks=[task])
     started = time.monotonic()
     [traj] = rollout([task], c.base, policy, make_sandbox=lambda t: make_sandbox(t, c.config.sandbox),
                      tokenizer=None)

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from coevo.outcomes import SUMMARY_METRICS
 from coevo.search.errors import SearchError
-
-METRICS = ("pass_at_1", "ci_low", "ci_high", "mean_reward", "mean_turns", "format_error_rate", "timeouts",
-           "mean_tokens", "episodes")
 
 
 def variant_rows(folder: Path, phase: str | None = None) -> list[dict]:
     from mlflow import MlflowClient
     from mlflow.entities import ViewType
 
-    from coevo.search.cli import store_of
     from coevo.search.config import load_config
+    from coevo.search.tracking import store_of
 
     config = load_config(folder / "config.yaml")
     uri, _ = store_of(folder)
@@ -37,7 +35,7 @@ def variant_rows(folder: Path, phase: str | None = None) -> list[dict]:
         rows.append({"run": r.info.run_name, "run_id": r.info.run_id, "phase": tags.get("phase", ""),
                      "generation": int(tags.get("generation", 0)), "state": tags.get("state", r.info.status),
                      "checkpoint": Path(tags.get("checkpoint", "")).name, "source": tags.get("source", ""),
-                     **{k: m.get(k) for k in METRICS}, "error": tags.get("error"), "differs": diff})
+                     **{k: m.get(k) for k in SUMMARY_METRICS}, "error": tags.get("error"), "differs": diff})
     return sorted(rows, key=lambda row: (-(row["pass_at_1"] or -1.0), row["run"]))
 
 

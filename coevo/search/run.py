@@ -1,4 +1,5 @@
-"""`Search`: one co-evolution run. It owns the run folder, the stores and the state, and walks the schedule.
+"""`Search`: one co-evolution run. It builds the run's typed pieces (coevo/search/context.py), opens the
+MLflow parent run and walks the schedule, one phase at a time.
 
     runs/<name>/
       config.yaml      the resolved config (what --resume reads back)
@@ -8,96 +9,83 @@
       model/           the tiny model, when the config names none
       checkpoints/     w0 (warm start), g1, g2, ... (GRPO phases)
 
-Phases live in coevo/search/phases.py, the final table in coevo/search/final.py.
+Generation 0 and w0 live in coevo/search/phases.py, h in harness_phase.py, w in weights.py, the final
+table in final.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from coevo.search.config import SearchConfig, dump_config, make_plan
+from coevo.search import final
+from coevo.search.config import SearchConfig, dump_config
+from coevo.search.context import RunContext
 from coevo.search.errors import SearchError
-from coevo.search.schedule import parse_schedule
-from coevo.search.scoring import Pruned, batches, objective_of, score, stratified
-from coevo.search.state import Pair, RunState, Step, load_state, save_state
+from coevo.search.evaluator import Evaluator, PolicyFactory
+from coevo.search.harness_phase import HarnessObjective, harness_phase
+from coevo.search.inputs import load_inputs
+from coevo.search.phases import ensure_start, warm_start
+from coevo.search.ratchet import Incumbent
+from coevo.search.state import Ledger, RunState
 from coevo.search.tracking import Tracker, default_uri, flatten, is_local
+from coevo.search.weights import weights_phase
 
-PolicyFactory = Callable[[Any, str, list], Any]
-"""(harness, checkpoint folder, tasks) -> Policy."""
+PHASES = {"w0": warm_start, "h": harness_phase, "w": weights_phase}
+"""Phase kind -> the function that runs it: (RunContext, phase name, MLflow run id) -> None."""
 
 
 class Search:
     def __init__(self, config: SearchConfig, resume: bool = False, policy_factory: PolicyFactory | None = None,
                  log: Callable[[str], None] = print):
-        from coevo.harness import load_harness
-        from coevo.search.space_check import load_space
-        from coevo.tasks import load_taskset
-
-        self.config, self.log, self.resume = config, log, resume
-        self.run_dir = config.run_dir
-        self.state_path = self.run_dir / "state.json"
-        if not resume and self.state_path.exists():
-            raise SearchError(f"{self.run_dir}: a search named '{config.name}' exists; resume it with "
-                              f"`coevo search --resume {self.run_dir}`, or choose another name")
-        self.phases = parse_schedule(config.schedule, "schedule")
-        self.base = load_harness(config.harness)
-        if config.overrides:
-            self.base = self.base.with_overrides(config.overrides)
-        self.space = load_space(config.space, self.base)
-        taskset = load_taskset(config.tasks)
-        splits = {s: taskset.split(s) for s in ("train", "dev", "test")}
-        empty = [s for s, tasks in splits.items() if not tasks]
-        if empty:
-            raise SearchError(f"{config.tasks}: no tasks in split(s) {', '.join(empty)}; the search needs train, "
-                              "dev and test (see manifest.json)")
-        self.plan = make_plan(config, *(len(splits[s]) for s in ("train", "dev", "test")), len(self.space.train_params))
-        self.train_tasks = stratified(splits["train"], self.plan.train_tasks, config.seed)
-        self.dev = stratified(splits["dev"], self.plan.dev_tasks, config.seed)
-        self.dev_batches = batches(self.dev, self.plan.batches, config.seed)
-        self.test = stratified(splits["test"], self.plan.test_tasks, config.seed)
-        self.policy_factory = policy_factory or self._default_policy
-        self._policy_cache: tuple[str, Any] | None = None
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.state = load_state(self.state_path)
-        uri = config.tracking_uri or default_uri(self.run_dir)
+        run_dir = config.run_dir
+        if not resume and (run_dir / "state.json").exists():
+            raise SearchError(f"{run_dir}: a search named '{config.name}' exists; resume it with "
+                              f"`coevo search --resume {run_dir}`, or choose another name")
+        inputs = load_inputs(config)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ledger = Ledger(run_dir / "state.json")
+        uri = config.tracking_uri or default_uri(run_dir)
         # A local store keeps its artifacts in the run folder; a tracking server chooses its own location.
-        self.tracker = Tracker(uri, config.name, self.run_dir / "mlartifacts" if is_local(uri) else None)
-        self._storage = None
+        tracker = Tracker(uri, config.name, run_dir / "mlartifacts" if is_local(uri) else None)
+        self.ctx = RunContext(inputs, ledger, tracker, Evaluator(inputs, tracker, policy_factory),
+                              Incumbent(ledger, config.seed, log), resume, log)
         self.current_phase_run: str | None = None
 
-    # -- the walk ----------------------------------------------------------------------------------
     def run(self) -> RunState:
-        from coevo.search import final, phases
-
+        ctx, state = self.ctx, self.ctx.ledger.state
+        phases = ctx.inputs.phases
         self._open_parent()
         try:
-            for i, name in enumerate(self.phases):
-                if i < self.state.phases_done:
+            for i, name in enumerate(phases):
+                if i < state.phases_done:
                     continue
-                self.log(f"== phase {name} ({i + 1}/{len(self.phases)})")
+                ctx.log(f"== phase {name} ({i + 1}/{len(phases)})")
                 if name != "w0":
-                    phases.ensure_start(self)  # generation 0 and its baseline, before any h or w
-                run_id = self.current_phase_run = self.phase_run(name)
-                {"w0": phases.warm_start, "h": phases.harness_phase, "w": phases.weights_phase}[
-                    "w0" if name == "w0" else name[0]](self, name, run_id)
-                self.tracker.end(run_id)
-                self.current_phase_run = None
-                self.state.phases_done, self.state.steps = i + 1, []
-                self.save()
-            phases.ensure_start(self)
-            final.test_table(self)
-            self.state.done = True
-            self.save()
+                    ensure_start(ctx)  # generation 0 and its baseline, before any h or w
+                run_id = self.current_phase_run = ctx.phase_run(name)
+                PHASES["w0" if name == "w0" else name[0]](ctx, name, run_id)
+                self._end_phase(run_id)
+                state.phases_done, state.steps = i + 1, []
+                ctx.ledger.save()
+            ensure_start(ctx)
+            run_id = self.current_phase_run = ctx.phase_run("test")
+            final.test_table(ctx, run_id)
+            self._end_phase(run_id)
+            state.done = True
+            ctx.ledger.save()
         except BaseException as e:
             status = "FAILED" if isinstance(e, Exception) else "KILLED"  # Ctrl-C is a kill, not a failure
-            for run_id in (self.current_phase_run, self.state.parent_run):
+            for run_id in (self.current_phase_run, state.parent_run):
                 if run_id:
-                    self.tracker.end(run_id, status)
+                    ctx.tracker.end(run_id, status)
             raise
-        self.tracker.end(self.state.parent_run)
-        return self.state
+        ctx.tracker.end(state.parent_run)
+        return state
+
+    def _end_phase(self, run_id: str) -> None:
+        self.ctx.tracker.end(run_id)
+        self.current_phase_run = None
 
     def join(self) -> int:
         """Run trials of the h-phase the main `coevo search` process is in now, as one more worker on the
@@ -105,140 +93,43 @@ class Search:
         number of trials this worker ran."""
         import os
 
-        from coevo.search.phases import HarnessObjective
         from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until
 
-        i = self.state.phases_done
-        name = self.phases[i] if i < len(self.phases) else "the test table"
-        if not name.startswith("h") or name not in self.state.phase_runs or self.state.step("seeded") is None:
-            raise SearchError(f"{self.run_dir}: the search is not in a harness phase now (next: {name}); join "
+        ctx, state = self.ctx, self.ctx.ledger.state
+        config, plan, phases = ctx.inputs.config, ctx.inputs.plan, ctx.inputs.phases
+        i = state.phases_done
+        name = phases[i] if i < len(phases) else "the test table"
+        if not name.startswith("h") or name not in state.phase_runs or state.step("seeded") is None:
+            raise SearchError(f"{ctx.run_dir}: the search is not in a harness phase now (next: {name}); join "
                               "while `coevo search` runs an h-phase")
-        study_name = f"{self.config.name}.{name}"
-        sampler = make_sampler(self.config.sampler, self.config.seed + os.getpid(), self.plan.trials)
-        study = open_study(self.storage, study_name, sampler, make_pruner(self.config.pruning, len(self.dev_batches)))
-        objective = HarnessObjective(self, name, self.state.phase_runs[name], study_name)
-        target = self.plan.trials + self.state.step("seeded").data["trials"]
-        optimize_until(study, target, objective, self.config.grace_period, wait_for_stale=False)
+        study_name = f"{config.name}.{name}"
+        sampler = make_sampler(config.sampler, config.seed + os.getpid(), plan.trials)
+        study = open_study(ctx.storage, study_name, sampler,
+                           make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
+        objective = HarnessObjective(ctx, name, state.phase_runs[name], study_name)
+        target = plan.trials + state.step("seeded").data["trials"]
+        optimize_until(study, target, objective, config.grace_period, wait_for_stale=False)
         return objective.calls
 
     def _open_parent(self) -> None:
-        (self.run_dir / "config.yaml").write_text(dump_config(self.config))
-        (self.run_dir / "plan.json").write_text(self.plan.model_dump_json(indent=1))
-        if self.resume:
-            killed = self.tracker.kill_running()
+        ctx, state = self.ctx, self.ctx.ledger.state
+        config, plan = ctx.inputs.config, ctx.inputs.plan
+        (ctx.run_dir / "config.yaml").write_text(dump_config(config))
+        (ctx.run_dir / "plan.json").write_text(plan.model_dump_json(indent=1))
+        if ctx.resume:
+            killed = ctx.tracker.kill_running()
             if killed:
-                self.log(f"marked {len(killed)} MLflow run(s) left RUNNING as KILLED")
-        if self.state.parent_run is None:
-            self.state.parent_run = self.tracker.start(f"search {self.config.name}", tags={
-                "phase": "search", "schedule": self.config.schedule, "budget": self.config.budget})
-            params = flatten({"config": self.config.model_dump(mode="json"), "plan": self.plan.model_dump()})
-            self.tracker.params(self.state.parent_run, params)
-            self.tracker.params(self.state.parent_run, {"tasks.dev": len(self.dev), "tasks.test": len(self.test),
-                                                        "tasks.train": len(self.train_tasks)})
-            self.save()
+                ctx.log(f"marked {len(killed)} MLflow run(s) left RUNNING as KILLED")
+        if state.parent_run is None:
+            state.parent_run = ctx.tracker.start(f"search {config.name}", tags={
+                "phase": "search", "schedule": config.schedule, "budget": config.budget})
+            params = flatten({"config": config.model_dump(mode="json"), "plan": plan.model_dump()})
+            ctx.tracker.params(state.parent_run, params)
+            ctx.tracker.params(state.parent_run, {"tasks.dev": len(ctx.inputs.dev), "tasks.test": len(ctx.inputs.test),
+                                                  "tasks.train": len(ctx.inputs.train)})
+            ctx.ledger.save()
         else:
-            self.tracker.reopen(self.state.parent_run)
-
-    def phase_run(self, name: str) -> str:
-        """The MLflow run of a phase: created once, reopened on resume."""
-        if name in self.state.phase_runs:
-            self.tracker.reopen(self.state.phase_runs[name])
-            return self.state.phase_runs[name]
-        run_id = self.tracker.start(name, self.state.parent_run, {
-            "phase": name, "kind": name if name in ("w0", "test") else name[0], "generation": self.generation,
-            "checkpoint": self.checkpoint or ""})
-        self.state.phase_runs[name] = run_id
-        self.save()
-        return run_id
-
-    # -- shared helpers ----------------------------------------------------------------------------
-    def save(self) -> None:
-        save_state(self.state_path, self.state)
-
-    def done_step(self, key: str, **data: Any) -> Step:
-        step = Step(key=key, data=data)
-        self.state.steps.append(step)
-        self.save()
-        return step
-
-    @property
-    def generation(self) -> int:
-        return max(0, len(self.state.checkpoints) - 1)
-
-    @property
-    def checkpoint(self) -> str | None:
-        return self.state.checkpoints[-1] if self.state.checkpoints else None
-
-    @property
-    def storage(self):
-        from coevo.search.study import make_storage
-
-        if self._storage is None:
-            url = self.config.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}"
-            self._storage = make_storage(url, self.config.heartbeat_interval, self.config.grace_period)
-        return self._storage
-
-    def harness(self, overrides: dict[str, Any]):
-        return self.base.with_overrides(overrides) if overrides else self.base
-
-    def policy(self, harness, checkpoint: str, tasks: list):
-        return self.policy_factory(harness, checkpoint, tasks)
-
-    def _default_policy(self, harness, checkpoint: str, tasks: list):
-        from coevo.policy import make_policy
-
-        spec = dict(self.config.policy or {})
-        if spec.get("backend") == "oracle":
-            return make_policy({**spec, "harness": harness, "tasks": tasks})
-        if spec.get("backend") == "synthetic":  # the optimizer's test bench (coevo/search/synthetic.py)
-            from coevo.search.synthetic import HarnessSensitivePolicy
-
-            return HarnessSensitivePolicy(harness, tasks, seed=spec.get("seed", self.config.seed))
-        if spec:
-            return make_policy(spec)
-        if self._policy_cache is None or self._policy_cache[0] != checkpoint:
-            self._policy_cache = (checkpoint, make_policy({"backend": "hf", "model": checkpoint}))
-        return self._policy_cache[1]
-
-    def evaluate(self, name: str, parent: str, overrides: dict[str, Any], checkpoint: str, generation: int,
-                 source: str, task_batches: list[list] | None = None, trial=None, tags: dict | None = None,
-                 train: dict | None = None) -> tuple[Pair, Any]:
-        """Score a pair (dev batches by default) in its own MLflow run; raises Pruned or the failure."""
-        run_id = self.tracker.start(name, parent, {"phase": name.split()[0], "generation": generation,
-                                                   "checkpoint": checkpoint, "source": source, **(tags or {})})
-        try:
-            harness = self.harness(overrides)
-            params = {k: v for k, v in flatten(harness.model_dump(mode="json")).items()
-                      if k not in ("name", "description", "prompts_dir")}
-            self.tracker.params(run_id, {**params, **{f"train.{k}": v for k, v in (train or {}).items()}})
-            task_batches = task_batches or self.dev_batches
-            policy = self.policy(harness, checkpoint, [t for b in task_batches for t in b])
-            report = score(task_batches, harness, policy, self.plan.samples, self.config.seed, self.config.sandbox,
-                           trial=trial, objective=self.config.objective, on_batch=lambda i, v, n: self.tracker.metrics(
-                               run_id, {f"partial_{self.config.objective}": v, "episodes_so_far": n}, step=i))
-        except Pruned as p:
-            self.tracker.tags(run_id, {"state": "PRUNED", "pruned_after_batch": p.step + 1})
-            self.tracker.summary(run_id, p.partial)
-            self.tracker.end(run_id)
-            raise
-        except Exception as e:
-            self.tracker.tags(run_id, {"state": "FAIL", "error": f"{type(e).__name__}: {e}"})
-            self.tracker.end(run_id, "FAILED")
-            raise
-        except BaseException:
-            self.tracker.end(run_id, "KILLED")
-            raise
-        self.tracker.summary(run_id, report)
-        self.tracker.evaluation(run_id, harness, report)
-        self.tracker.tags(run_id, {"state": "COMPLETE"})
-        self.tracker.end(run_id)
-        s = report.overall
-        value, per_task = objective_of(report, self.config.objective)
-        self.tracker.metrics(run_id, {"objective": value})
-        pair = Pair(overrides=overrides, train=train or {}, checkpoint=checkpoint, generation=generation,
-                    source=source, score=value, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
-                    per_task=per_task, mlflow_run=run_id)
-        return pair, report
+            ctx.tracker.reopen(state.parent_run)
 
 
 def run_dir_of(target: str | Path, runs_dir: Path = Path("runs")) -> Path:
@@ -249,3 +140,4 @@ def run_dir_of(target: str | Path, runs_dir: Path = Path("runs")) -> Path:
             return candidate
     raise SearchError(f"{target}: not a search run folder (expected config.yaml and state.json in it, "
                       f"or a run name under {runs_dir}/)")
+

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from coevo.evaluate import EvalReport, report
-from coevo.outcomes import credit as partial_credit
 from coevo.evaluate.stats import per_task_means
+from coevo.outcomes import credit as partial_credit
 
 
 def stratified(tasks: Sequence, n: int, seed: int) -> list:

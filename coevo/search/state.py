@@ -35,6 +35,11 @@ class Pair(BaseModel):
     trial: int | None = None
     study: str | None = None
 
+    def brief(self) -> str:
+        """pass@1 with its interval, and the objective when it is not pass@1 (one line of the run's log)."""
+        text = f"pass@1 {self.pass_at_1:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+        return text if self.score == self.pass_at_1 else f"{text}, objective {self.score:.3f}"
+
 
 class Step(BaseModel):
     """A finished unit of work inside a phase (so a resumed phase skips it)."""
@@ -70,6 +75,37 @@ class RunState(BaseModel):
 
     def step(self, key: str) -> Step | None:
         return next((s for s in self.steps if s.key == key), None)
+
+
+class Ledger:
+    """A run's `RunState` and its file: every change is saved as it happens, so a kill loses at most the
+    step in progress."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.state = load_state(path)
+
+    def save(self) -> None:
+        save_state(self.path, self.state)
+
+    def step(self, key: str) -> Step | None:
+        return self.state.step(key)
+
+    def done_step(self, key: str, **data: Any) -> Step:
+        step = Step(key=key, data=data)
+        self.state.steps.append(step)
+        self.save()
+        return step
+
+    @property
+    def generation(self) -> int:
+        """How many w-phases the newest checkpoint is from generation 0."""
+        return max(0, len(self.state.checkpoints) - 1)
+
+    @property
+    def checkpoint(self) -> str | None:
+        """The newest checkpoint (None before generation 0 exists)."""
+        return self.state.checkpoints[-1] if self.state.checkpoints else None
 
 
 def load_state(path: Path) -> RunState:

@@ -1,7 +1,7 @@
 """Optuna plumbing: RDB storage with heartbeats, the samplers and pruner, and `optimize_until`, which
 runs a study until it holds a target number of finished trials, however many processes it took.
 
-Why these choices (STACK.md, Optuna 5):
+Why these choices (written against Optuna 5):
 - heartbeats + RetryHeartbeatStaleTrialCallback: a trial whose process was killed (-9) stops beating;
   once stale it is marked FAIL and re-queued with the same parameters. Heartbeats only run inside
   `study.optimize`, so every trial goes through it (never ask/tell);

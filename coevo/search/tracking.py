@@ -9,8 +9,11 @@ Layout in the store (experiment = the run name):
                                    with CI, reward, turns, format errors, timeouts, tokens, per family;
                                    artifacts = harness.yaml, rendered prompts, trajectory sample, per_task.csv
 
-MLflow 3.17 traps (STACK.md): the URI is always explicit (sqlite:///... by default), the artifact location
-is explicit, and LITELLM_LOCAL_MODEL_COST_MAP=True keeps it from fetching a price list offline.
+What MLflow (3.17) would otherwise decide for us, and why we do not let it: the URI is always explicit
+(sqlite:///... by default), since MLflow's default store lives in whatever directory the command ran from;
+the artifact location is explicit, so the artifacts of a local store stay in the run folder; and
+LITELLM_LOCAL_MODEL_COST_MAP=True keeps LiteLLM (which MLflow loads) from fetching its model price list
+over the network, which stalls on an offline machine.
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from coevo.outcomes import SUMMARY_METRICS, passed
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 MAX_PARAM_CHARS = 6000
-SUMMARY_METRICS = ("pass_at_1", "ci_low", "ci_high", "mean_reward", "mean_turns", "format_error_rate", "timeouts",
-                   "mean_tokens", "episodes")
 
 
 def default_uri(run_dir: Path) -> str:
@@ -38,6 +41,15 @@ def default_uri(run_dir: Path) -> str:
 def is_local(uri: str) -> bool:
     """A store on this machine (sqlite, files): its artifacts go to the run folder."""
     return uri.startswith(("sqlite:", "file:", "/"))
+
+
+def store_of(folder: Path) -> tuple[str, str | None]:
+    """The tracking URI of a run folder (its config's, or the default sqlite file) and its artifact root."""
+    import yaml
+
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    uri = config.get("tracking_uri") or default_uri(folder)
+    return uri, (folder / "mlartifacts").resolve().as_uri() if is_local(uri) else None
 
 
 def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
@@ -167,7 +179,7 @@ def per_task_csv(report) -> str:
     writer.writerow(["task", "family", "sample", "passed", "reward", "status", "turns", "format_errors", "timeouts",
                      "tokens", "error"])
     for t in report.trajectories:
-        writer.writerow([t.task, t.family, t.sample, int(t.reward >= 1.0 and not t.verify_error), t.reward, t.status,
+        writer.writerow([t.task, t.family, t.sample, int(passed(t)), t.reward, t.status,
                          t.turns, t.format_errors, t.timeouts, t.tokens, (t.error or t.verify_error or "")[:200]])
     return out.getvalue()
 

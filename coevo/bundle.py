@@ -1,0 +1,83 @@
+"""An exported (harness, checkpoint) pair on disk, read and written here only: `coevo export` writes one
+(coevo/search/export.py supplies the report), `coevo eval --bundle` reads one.
+
+    DIR/
+      harness.yaml    the resolved harness; prompts_dir: prompts (relative, so the folder can move)
+      prompts/        the Jinja templates it names
+      model/          the Hugging Face checkpoint (weights, config, tokenizer with its chat template)
+      report.json     what the writer knows about the pair: scores with their intervals, lineage
+      README.md       the same in words, and the command that reproduces the score
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coevo.errors import CoevoError
+
+SKIP = {"optimizer.pt", "scheduler.pt", "training_args.bin", "trainer_state.json", "rng_state.pth"}
+"""Training state in a checkpoint folder that inference does not need."""
+REQUIRED = ("harness.yaml", "model/config.json", "report.json")
+
+
+class BundleError(CoevoError):
+    """A bundle folder cannot be written or read; the message names the folder and what is wrong."""
+
+
+def check_target(out: Path) -> None:
+    """A bundle goes into a new or empty folder only: it never mixes with files already there."""
+    if out.exists() and any(out.iterdir()):
+        raise BundleError(f"--out {out}: exists and is not empty; choose a new folder")
+
+
+def write_bundle(out: str | Path, harness, checkpoint: Path, report: dict[str, Any], readme: str) -> Path:
+    """Write the bundle into a staging folder, then rename it: a killed export leaves no half bundle."""
+    out = Path(out)
+    check_target(out)
+    staging = out.with_name(out.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    _write_harness(harness, staging)
+    _copy_model(Path(checkpoint), staging / "model")
+    (staging / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    (staging / "README.md").write_text(readme)
+    if out.exists():
+        out.rmdir()
+    staging.rename(out)
+    return out
+
+
+def _write_harness(harness, folder: Path) -> None:
+    (folder / "prompts").mkdir()
+    for slot in type(harness.templates).model_fields:
+        name = getattr(harness.templates, slot)
+        target = folder / "prompts" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(harness.prompts_path / name, target)
+    data = harness.model_dump(mode="json")
+    data["prompts_dir"] = "prompts"
+    (folder / "harness.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _copy_model(checkpoint: Path, target: Path) -> None:
+    if not (checkpoint / "config.json").is_file():
+        raise BundleError(f"{checkpoint}: not a Hugging Face model folder (no config.json)")
+    shutil.copytree(checkpoint, target, ignore=lambda d, names: [n for n in names if n in SKIP
+                                                                  or n.startswith("rng_state")])
+
+
+def load_bundle(folder: str | Path) -> tuple[Any, Path, dict]:
+    """(harness, model folder, report) of an exported bundle; errors name the file that is missing."""
+    from coevo.harness import load_harness
+
+    folder = Path(folder)
+    missing = [p for p in REQUIRED if not (folder / p).is_file()]
+    if missing:
+        raise BundleError(f"{folder}: not a coevo bundle (missing {', '.join(missing)}; `coevo export` writes "
+                          "harness.yaml, prompts/, model/ and report.json)")
+    return load_harness(folder / "harness.yaml"), folder / "model", json.loads((folder / "report.json").read_text())

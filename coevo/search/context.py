@@ -1,0 +1,61 @@
+"""What the phases of a search work with: typed pieces, each the one home of its concern.
+
+    inputs      what the config resolves to (harness, space, plan, phases, task subsets); fixed for the run
+    ledger      state.json: finished phases and steps, checkpoints, pool, test table
+    tracker     the MLflow store
+    evaluator   scores a pair in its own MLflow run
+    incumbent   the accepted pair, and the only way to replace it (coevo/search/ratchet.py)
+    storage     the Optuna RDB storage, opened on first use
+
+A phase is a function of a `RunContext`, its name and its MLflow run, so a second context (another
+incumbent, another checkpoint) runs the same phase for another arm of an experiment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+from coevo.search.evaluator import Evaluator
+from coevo.search.inputs import Inputs
+from coevo.search.ratchet import Incumbent
+from coevo.search.state import Ledger
+from coevo.search.tracking import Tracker
+
+
+@dataclass
+class RunContext:
+    inputs: Inputs
+    ledger: Ledger
+    tracker: Tracker
+    evaluator: Evaluator
+    incumbent: Incumbent
+    resume: bool
+    """Resuming a killed run: an h-phase then waits for its killed trials to go stale and be retried."""
+    log: Callable[[str], None]
+
+    @property
+    def run_dir(self):
+        return self.inputs.config.run_dir
+
+    @cached_property
+    def storage(self):
+        from coevo.search.study import make_storage
+
+        config = self.inputs.config
+        url = config.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}"
+        return make_storage(url, config.heartbeat_interval, config.grace_period)
+
+    def phase_run(self, name: str) -> str:
+        """The MLflow run of a phase: created once, reopened on resume."""
+        state = self.ledger.state
+        if name in state.phase_runs:
+            self.tracker.reopen(state.phase_runs[name])
+            return state.phase_runs[name]
+        run_id = self.tracker.start(name, state.parent_run, {
+            "phase": name, "kind": name if name in ("w0", "test") else name[0], "generation": self.ledger.generation,
+            "checkpoint": self.ledger.checkpoint or ""})
+        state.phase_runs[name] = run_id
+        self.ledger.save()
+        return run_id

@@ -1,0 +1,110 @@
+"""The h-phase: an Optuna study over the space's harness keys, each trial scored on dev with the newest
+checkpoint; the best trial then challenges the incumbent, and the top-k harnesses become the pool that
+the next w-phase re-scores on its new checkpoint."""
+
+from __future__ import annotations
+
+from coevo.search.context import RunContext
+from coevo.search.ratchet import Candidate
+from coevo.search.state import Pair
+
+
+def harness_phase(ctx: RunContext, name: str, run_id: str) -> None:
+    from coevo.search import plots
+    from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until, top_trials
+
+    config, plan, ledger = ctx.inputs.config, ctx.inputs.plan, ctx.ledger
+    study_name = f"{config.name}.{name}"
+    sampler = make_sampler(config.sampler, config.seed + ctx.inputs.phases.index(name), plan.trials)
+    study = open_study(ctx.storage, study_name, sampler, make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
+    seeded = ledger.step("seeded")
+    if seeded is None:
+        seeded = ledger.done_step("seeded", trials=seed_pool(ctx, study))
+    objective = HarnessObjective(ctx, name, run_id, study_name)
+    optimize_until(study, plan.trials + seeded.data["trials"], objective, config.grace_period,
+                   wait_for_stale=ctx.resume)
+    top = [pair_of(t, ctx, name) for t in top_trials(study, plan.top_k)]
+    accepted = bool(top) and ctx.incumbent.challenge(Candidate(top[0], name)).accepted
+    ledger.state.pool = top
+    if ledger.generation == 0 and ledger.state.harness_only is None:
+        ledger.state.harness_only = ledger.state.incumbent
+    trials = study.get_trials(deepcopy=False)
+    ctx.tracker.metrics(run_id, {"trials": len(trials), "best_objective": top[0].score if top else 0.0,
+                                 "pruned": sum(t.state.name == "PRUNED" for t in trials),
+                                 "accepted": float(accepted)})
+    plots.log_study(ctx.tracker, run_id, study)
+    ledger.save()
+
+
+class HarnessObjective:
+    """One h-phase trial: sample a harness, score it on dev batches (pruned when weak). A failure is the
+    trial's score of 0 with its cause recorded (Optuna user attr + MLflow tag), never a crash of the run."""
+
+    def __init__(self, ctx: RunContext, name: str, run_id: str, study_name: str):
+        self.ctx, self.name, self.run_id, self.study_name = ctx, name, run_id, study_name
+        self.calls = 0
+        """Trials this process ran (a `--join` worker reports it)."""
+
+    def __call__(self, trial) -> float:
+        import optuna
+
+        from coevo.search.scoring import Pruned
+        from coevo.search.study import retried_from
+
+        ctx = self.ctx
+        self.calls += 1
+        values = ctx.inputs.space.suggest(trial, ctx.inputs.space.harness_params)
+        retry = retried_from(trial)
+        tags = {"trial": trial.number, "study": self.study_name, **({"retry_of": retry} if retry is not None else {})}
+        label = f"{self.name} #{trial.number}"
+        try:
+            pair, report = ctx.evaluator.evaluate(label, self.run_id, values, ctx.ledger.checkpoint,
+                                                  ctx.ledger.generation, label, trial=trial, tags=tags)
+        except Pruned as p:
+            trial.set_user_attr("episodes", p.partial.overall.episodes)
+            ctx.log(f"{label}: {p}")
+            raise optuna.TrialPruned(str(p)) from None
+        except Exception as e:  # noqa: BLE001 - boundary: a failing trial is data, the study goes on
+            cause = f"{type(e).__name__}: {e}"
+            trial.set_user_attr("error", cause[:2000])
+            ctx.log(f"{label}: failed, scored 0: {cause[:300]}")
+            return 0.0
+        for key, value in {"per_task": pair.per_task, "pass_at_1": pair.pass_at_1, "ci_low": pair.ci_low,
+                           "ci_high": pair.ci_high, "mlflow_run": pair.mlflow_run,
+                           "episodes": report.overall.episodes}.items():
+            trial.set_user_attr(key, value)
+        ctx.log(f"{label}: dev {pair.brief()}")
+        return pair.score
+
+
+def seed_pool(ctx: RunContext, study) -> int:
+    """Pairs already scored on the current checkpoint (the re-scored pool) enter the new study as finished
+    trials: TPE starts from them for free."""
+    import optuna
+
+    added = 0
+    for pair in ctx.ledger.state.pool:
+        if pair.checkpoint != ctx.ledger.checkpoint or not pair.overrides:
+            continue
+        dists = ctx.inputs.space.distributions(pair.overrides)
+        params = {k: v for k, v in pair.overrides.items() if k in dists}
+        try:
+            study.add_trial(optuna.trial.create_trial(
+                params=params, distributions=dists, value=pair.score,
+                user_attrs={"per_task": pair.per_task, "pass_at_1": pair.pass_at_1, "ci_low": pair.ci_low,
+                            "ci_high": pair.ci_high,
+                            "mlflow_run": pair.mlflow_run, "source": pair.source, "episodes": 0}))
+            added += 1
+        except ValueError as e:  # a value outside this space's ranges: just not seeded
+            ctx.log(f"not seeding {pair.source}: {e}")
+    return added
+
+
+def pair_of(trial, ctx: RunContext, phase: str) -> Pair:
+    """A finished trial as a Pair on the newest checkpoint (seeded trials keep their own source)."""
+    attrs = trial.user_attrs
+    return Pair(overrides=ctx.inputs.space.resolve(trial.params), checkpoint=ctx.ledger.checkpoint,
+                generation=ctx.ledger.generation, source=attrs.get("source", f"{phase} #{trial.number}"),
+                score=trial.value, pass_at_1=attrs.get("pass_at_1", 0.0), ci_low=attrs.get("ci_low", 0.0),
+                ci_high=attrs.get("ci_high", 0.0), per_task=attrs.get("per_task", {}),
+                mlflow_run=attrs.get("mlflow_run"), trial=trial.number)
