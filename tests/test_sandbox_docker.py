@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from redteam import RedTeam
 from sandbox_contract import SandboxContract
 
 from coevo.errors import NeedsDockerError, SandboxError, SandboxUnavailableError
@@ -209,3 +210,54 @@ def test_prune_command_removes_orphans_and_keeps_live_ones(task):
         live.container.reload()
         assert live.container.status == "running"
     assert cleanup_orphans(docker_client()) == []
+
+
+# -- the red-team suite (tests/redteam.py), against the docker backend --------------------------------
+@pytest.fixture(scope="module")
+def redteam(tmp_path_factory):
+    from redteam import RedTeam
+
+    env: dict[str, str] = {}
+    task, targets = RedTeam.make_targets(tmp_path_factory.mktemp("redteam"), env)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield task, targets
+    for key, value in saved.items():
+        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    targets.close()
+
+
+# Probes written for the local backend's root (the host's system folders only). In a container the
+# root is the image's own, so these find the image's folders, not the host's; checked differently below.
+IMAGE_OWN = {
+    "host-only top-level folders": "the image's own /srv, /opt, /mnt ...",
+    "/root or /home": "the image's own, empty",
+    "/var of the host": "the image's own /var",
+    "/sys": "the container's read-only sysfs; its network namespace has only lo",
+    "any capability": "the bounding set keeps CAPS for the harness's root execs; the agent's "
+                      "effective and permitted sets are empty and no-new-privileges stops any gain",
+}
+
+
+def pytest_generate_tests(metafunc):
+    from redteam import PROBES, TAMPER
+
+    if "probe" in metafunc.fixturenames:
+        probes = [p for p in PROBES if p.name not in IMAGE_OWN]
+        metafunc.parametrize("probe", probes, ids=[f"{p.category}:{p.name}" for p in probes])
+    if "tamper" in metafunc.fixturenames:
+        metafunc.parametrize("tamper", list(TAMPER))
+
+
+class TestDockerRedTeam(RedTeam):
+    def start_sandbox(self, task):
+        box = docker_sandbox(task)
+        box.start()
+        return box
+
+
+def test_what_the_image_own_probes_find_is_the_containers(task):
+    with docker_sandbox(task) as sandbox:
+        found = sandbox.run("ls /sys/class/net; ls -A /home | wc -l; grep -E '^Cap(Eff|Prm)' /proc/self/status")
+        assert found.output.split() == ["lo", "0", "CapPrm:", "0000000000000000", "CapEff:", "0000000000000000"]
+        assert sandbox.run("touch /sys/x || touch /root/x || touch /var/x").exit_code != 0

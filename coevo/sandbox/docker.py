@@ -108,7 +108,8 @@ class DockerSandbox:
             network_mode="bridge" if self.network else "none", hostname="sandbox",
             cap_drop=["ALL"], cap_add=CAPS, security_opt=["no-new-privileges"],
             pids_limit=self.pids, mem_limit=memory, nano_cpus=int(self.cpus * 1e9),
-            tmpfs={"/tmp": "rw,exec,nosuid,nodev,mode=1777"})
+            tmpfs={"/tmp": "rw,exec,nosuid,nodev,mode=1777"},
+            sysctls={"net.ipv4.ping_group_range": "1 0"})  # no ICMP sockets (docker allows them by default)
 
     def _env(self) -> dict[str, str]:
         return {**ENV, "HOME": "/tmp"} if self.user == DEFAULT_USER else dict(ENV)
@@ -143,11 +144,9 @@ class DockerSandbox:
         """Remove the container and everything in it. Idempotent."""
         import docker.errors
 
-        if self._shell is not None:
-            self._shell.close()
-            self._shell = None
         if self.container is not None:
             try:
+                self.stop()  # waits for the exit of init, hence of its whole pid namespace
                 self.container.remove(force=True)
             except docker.errors.NotFound:
                 pass

@@ -115,7 +115,7 @@ def ensure_image(client, task: Task, image_map: dict[str, str] | None = None) ->
     dockerfile = task.path / "environment" / "Dockerfile"
     text, used = map_dockerfile(dockerfile.read_text(), image_map or {})
     _notice_mapped(used)
-    tag = f"{IMAGE_REPO}:{context_hash(dockerfile.parent, text)}"
+    tag = f"{IMAGE_REPO}:{context_hash(dockerfile.parent, text + base_ids(client, text))}"
     if image_exists(client, tag):
         return Image(tag, built=False)
     with hash_lock(tag.replace(":", "-")):
@@ -123,6 +123,20 @@ def ensure_image(client, task: Task, image_map: dict[str, str] | None = None) ->
             return Image(tag, built=False)
         build_image(client, task, text, tag)
     return Image(tag, built=True)
+
+
+def base_ids(client, dockerfile_text: str) -> str:
+    """The ids of the FROM images present here, so that a rebuilt base (say `coevo sandbox base` after
+    its package list changed) gives new tags instead of images on the old base."""
+    import docker.errors
+
+    ids = []
+    for match in _FROM.finditer(dockerfile_text):
+        try:
+            ids.append(client.images.get(match.group(2)).id)
+        except docker.errors.ImageNotFound:
+            ids.append(match.group(2))  # pulled at build time; its name is all we know
+    return "\n".join(ids)
 
 
 def image_exists(client, tag: str) -> bool:
@@ -199,7 +213,7 @@ def _notice_mapped(pairs: list[tuple[str, str]]) -> None:
 
 # -- the air-gapped base image ---------------------------------------------------------------------
 BASE_TAG = "coevo-base:bookworm"
-BASE_PACKAGES = "bash,coreutils,procps,python3,python3-pip,python3-pytest,python-is-python3,ca-certificates"
+BASE_PACKAGES = "bash,coreutils,procps,git,python3,python3-pip,python3-pytest,python-is-python3,ca-certificates"
 HOST_CAS = Path("/usr/local/share/ca-certificates")
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
