@@ -13,15 +13,11 @@ started. It spares PID 1, a small sh loop that reaps orphans (as an init does) a
 
 from __future__ import annotations
 
-import base64
 import functools
-import re
 import secrets
 import shlex
 import time
-from typing import Self
 
-from coevo import ExecResult
 from coevo.errors import SandboxError
 from coevo.sandbox.docker_io import (
     LABEL,
@@ -32,7 +28,7 @@ from coevo.sandbox.docker_io import (
     owner_labels,
     pack_folder,
 )
-from coevo.sandbox.shell import STATE_DIR, CappedOutput, ShellDied
+from coevo.sandbox.shell import STATE_DIR, CappedOutput, ShellCommands, ShellDied
 from coevo.tasks.task import Task
 
 DEFAULT_USER = "65534:65534"  # nobody, as in the local backend, unless the image's USER names one
@@ -49,7 +45,7 @@ def _prune_once() -> None:
     cleanup_orphans(docker_client())
 
 
-class DockerSandbox:
+class DockerSandbox(ShellCommands):
     """An unstarted container for one episode; `start` creates it (or restarts it after `stop`)."""
 
     def __init__(self, image: str, *, cpus: float = 1.0, memory_mb: int = 2048, pids: int = 256,
@@ -152,36 +148,7 @@ class DockerSandbox:
                 pass
             self.container = None
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    # -- commands ----------------------------------------------------------------------------------
-    def run(self, command: str, timeout: float | None = None) -> ExecResult:
-        return self._run(command, timeout or self.timeout, self.output_cap)
-
-    def _run(self, command: str, timeout: float, cap: int) -> ExecResult:
-        if self._shell is None:
-            raise SandboxError("run() on a sandbox that is not started (or already closed)")
-        out, started = CappedOutput(cap), time.monotonic()
-        try:
-            self._shell.send(command)
-            done = self._shell.read_until_sentinel(started + timeout, out)
-        except (ShellDied, OSError) as e:
-            code = e.args[0] if isinstance(e, ShellDied) else None
-            self._restart()
-            return ExecResult(out.text(), code, time.monotonic() - started, restarted=True,
-                              omitted_bytes=out.omitted)
-        if done is None:  # past the deadline: kill the command and everything it started
-            self._restart()
-            text = out.text() + f"\n[command timed out after {timeout:g} s and was killed]"
-            return ExecResult(text, None, time.monotonic() - started, timed_out=True, restarted=True,
-                              omitted_bytes=out.omitted)
-        return ExecResult(out.text(), done[0], time.monotonic() - started, omitted_bytes=out.omitted)
-
+    # -- commands (the loop itself is ShellCommands') ----------------------------------------------
     def _restart(self) -> None:
         """Kill all the agent's processes, then a new shell with the saved cwd and exports. When even
         that cannot start (a fork bomb holds every pid), the container restarts: /tmp is then lost."""
@@ -204,23 +171,6 @@ class DockerSandbox:
 
     def _user_is_not_root(self) -> bool:
         return self.user.split(":")[0] not in ("0", "root")
-
-    # -- files (through the shell, so the agent's permissions and symlinks apply) ---------------------
-    def read_file(self, path: str) -> bytes:
-        command = f"printf '<<B64<<'; base64 -w0 -- {shlex.quote(path)} && printf '>>B64>>'"
-        result = self._run(command, self.timeout, 1 << 30)
-        match = re.search(r"<<B64<<([A-Za-z0-9+/=]*)>>B64>>", result.output)
-        if result.exit_code != 0 or not match:
-            raise FileNotFoundError(f"{path} (in the sandbox): {result.output.strip()[-300:]}")
-        return base64.b64decode(match.group(1))
-
-    def write_file(self, path: str, data: bytes | str) -> None:
-        payload = base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
-        quoted = shlex.quote(path)
-        command = f"mkdir -p -- \"$(dirname -- {quoted})\" && printf %s {payload} | base64 -d > {quoted}"
-        result = self._run(command, self.timeout, 4096)
-        if result.exit_code != 0:
-            raise OSError(f"cannot write {path} in the sandbox: {result.output.strip()}")
 
     # -- host folders in and out (archives through the engine, never mounts) --------------------------
     def upload(self, source, dest: str) -> None:

@@ -17,7 +17,7 @@ from io import BytesIO
 from pathlib import Path
 
 from coevo.errors import SandboxError, SandboxUnavailableError
-from coevo.sandbox.shell import _LOOP, STATE_DIR, CappedOutput, ShellDied
+from coevo.sandbox.shell import _LOOP, STATE_DIR, CappedOutput, ShellDied, pid_alive
 
 LABEL = "coevo.sandbox"
 OWNER_LABEL = "coevo.owner"
@@ -59,20 +59,10 @@ def cleanup_orphans(client, everything: bool = False) -> list[str]:
     removed = []
     for container in client.containers.list(all=True, filters={"label": LABEL}):
         host, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
-        if everything or (host == HOST and pid.isdigit() and not _alive(int(pid))):
+        if everything or (host == HOST and pid.isdigit() and not pid_alive(int(pid))):
             container.remove(force=True)
             removed.append(container.name)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 class DockerShell:

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 import functools
 import os
-import re
-import shlex
 import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Self
 
-from coevo import ExecResult
 from coevo.errors import SandboxError
 from coevo.sandbox.bwrap import NOBODY, PATH, Limits, Mount, as_root, bwrap_argv
 from coevo.sandbox.seccomp import program_fd
-from coevo.sandbox.shell import STATE_DIR, CappedOutput, Shell, ShellDied
+from coevo.sandbox.shell import STATE_DIR, CappedOutput, Shell, ShellCommands, ShellDied, pid_alive
 
 DEFAULT_ENV = {"PATH": PATH, "HOME": "/tmp", "USER": "nobody", "LOGNAME": "nobody", "LANG": "C.UTF-8",
                "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
@@ -37,21 +32,11 @@ def sweep_orphans(folder: Path) -> None:
     reused one) keeps its folders. The first sandbox of each process sweeps the temp folder."""
     for workspace in folder.glob(f"{WORKSPACE_PREFIX}*-*"):
         pid = workspace.name.removeprefix(WORKSPACE_PREFIX).split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(workspace, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-class LocalSandbox:
+class LocalSandbox(ShellCommands):
     """A private /app (seeded by the caller into `app_dir`), a private /tmp, and one bash session over a
     root of system folders only (see `bwrap_argv`).
 
@@ -128,59 +113,11 @@ class LocalSandbox:
             self._shell.kill()
             self._shell = None
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    # -- commands ----------------------------------------------------------------------------------
-    def run(self, command: str, timeout: float | None = None) -> ExecResult:
-        return self._run(command, timeout or self.timeout, self.output_cap)
-
-    def _run(self, command: str, timeout: float, cap: int) -> ExecResult:
-        if self._shell is None:
-            raise SandboxError("run() on a sandbox that is not started (or already closed)")
-        out, started = CappedOutput(cap), time.monotonic()
-        try:
-            self._shell.send(command)
-            done = self._shell.read_until_sentinel(started + timeout, out)
-        except (ShellDied, BrokenPipeError) as e:
-            code = e.args[0] if isinstance(e, ShellDied) else None
-            self._restart()
-            return ExecResult(out.text(), code, time.monotonic() - started, restarted=True,
-                              omitted_bytes=out.omitted)
-        if done is None:  # past the deadline: kill the command and everything it started
-            self._restart()
-            text = out.text() + f"\n[command timed out after {timeout:g} s and was killed]"
-            return ExecResult(text, None, time.monotonic() - started, timed_out=True, restarted=True,
-                              omitted_bytes=out.omitted)
-        return ExecResult(out.text(), done[0], time.monotonic() - started, omitted_bytes=out.omitted)
-
+    # -- commands (the loop itself is ShellCommands') ----------------------------------------------
     def _restart(self) -> None:
         """A new shell in the same /app and /tmp, with the last saved cwd and exports."""
         self.stop()
         self._spawn()
-
-    # -- files (through the shell, so symlinks resolve inside the sandbox, never on the host) --------
-    def read_file(self, path: str) -> bytes:
-        # Markers keep stray output of the agent's background processes out of the payload.
-        command = f"printf '<<B64<<'; base64 -w0 -- {shlex.quote(path)} && printf '>>B64>>'"
-        result = self._run(command, self.timeout, 1 << 30)
-        match = re.search(r"<<B64<<([A-Za-z0-9+/=]*)>>B64>>", result.output)
-        if result.exit_code != 0 or not match:
-            raise FileNotFoundError(f"{path} (in the sandbox): {result.output.strip()[-300:]}")
-        return base64.b64decode(match.group(1))
-
-    def write_file(self, path: str, data: bytes | str) -> None:
-        payload = base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
-        quoted = shlex.quote(path)
-        command = f"mkdir -p -- \"$(dirname -- {quoted})\" && printf %s {payload} | base64 -d > {quoted}"
-        result = self._run(command, self.timeout, 4096)
-        if result.exit_code != 0:
-            raise OSError(f"cannot write {path} in the sandbox: {result.output.strip()}")
-
 
     # -- host folders in and out (copies, never binds of the host's own files) -----------------------
     def upload(self, source: Path, dest: str) -> None:

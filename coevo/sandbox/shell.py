@@ -8,14 +8,19 @@ restarted after a timeout resumes where the killed one was.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import secrets
 import select
+import shlex
 import signal
 import subprocess
 import time
+
+from coevo import ExecResult
+from coevo.errors import SandboxError
 
 STATE_DIR = "/run/coevo"  # a private bind of the sandbox's state folder; outlives shell restarts
 _LOOP = r"""
@@ -141,3 +146,80 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host still exists: what decides that a killed run's leftovers (temporary
+    folders, containers) may be removed."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+class ShellCommands:
+    """The command loop both backends share over their persistent shell: send, read to the sentinel, and
+    on a timeout or a dead shell, restart it (the backend's `_restart`) and say so in the result.
+
+    A backend provides `_shell` (a started shell or None), `_restart()`, `timeout` and `output_cap`."""
+
+    _shell: Shell | None
+    timeout: float
+    output_cap: int
+
+    def _restart(self) -> None: ...
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def run(self, command: str, timeout: float | None = None) -> ExecResult:
+        return self._run(command, timeout or self.timeout, self.output_cap)
+
+    def _run(self, command: str, timeout: float, cap: int) -> ExecResult:
+        if self._shell is None:
+            raise SandboxError("run() on a sandbox that is not started (or already closed)")
+        out, started = CappedOutput(cap), time.monotonic()
+        try:
+            self._shell.send(command)
+            done = self._shell.read_until_sentinel(started + timeout, out)
+        except (ShellDied, OSError) as e:  # OSError: a broken pipe or socket to the shell
+            code = e.args[0] if isinstance(e, ShellDied) else None
+            self._restart()
+            return ExecResult(out.text(), code, time.monotonic() - started, restarted=True,
+                              omitted_bytes=out.omitted)
+        if done is None:  # past the deadline: kill the command and everything it started
+            self._restart()
+            text = out.text() + f"\n[command timed out after {timeout:g} s and was killed]"
+            return ExecResult(text, None, time.monotonic() - started, timed_out=True, restarted=True,
+                              omitted_bytes=out.omitted)
+        return ExecResult(out.text(), done[0], time.monotonic() - started, omitted_bytes=out.omitted)
+
+    # -- files, through the shell: the agent's permissions apply, and symlinks resolve inside the sandbox,
+    # never on the host
+    def read_file(self, path: str) -> bytes:
+        # Markers keep stray output of the agent's background processes out of the payload.
+        command = f"printf '<<B64<<'; base64 -w0 -- {shlex.quote(path)} && printf '>>B64>>'"
+        result = self._run(command, self.timeout, 1 << 30)
+        match = re.search(r"<<B64<<([A-Za-z0-9+/=]*)>>B64>>", result.output)
+        if result.exit_code != 0 or not match:
+            raise FileNotFoundError(f"{path} (in the sandbox): {result.output.strip()[-300:]}")
+        return base64.b64decode(match.group(1))
+
+    def write_file(self, path: str, data: bytes | str) -> None:
+        payload = base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+        quoted = shlex.quote(path)
+        command = f"mkdir -p -- \"$(dirname -- {quoted})\" && printf %s {payload} | base64 -d > {quoted}"
+        result = self._run(command, self.timeout, 4096)
+        if result.exit_code != 0:
+            raise OSError(f"cannot write {path} in the sandbox: {result.output.strip()}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from coevo.config import read_mapping, validate
 from coevo.search.errors import SearchError
@@ -56,6 +56,11 @@ class Plan(BaseModel):
     """Harnesses re-scored on each new checkpoint."""
 
 
+SEARCH_TRAIN_DEFAULTS = {"tasks_per_step": 4, "group_size": 4, "save_rollouts": False, "keep_checkpoints": 1}
+"""Where a search's w-phase departs from `coevo train`'s GRPOSpec defaults: small steps (one step is
+tasks_per_step x group_size episodes on CPU), no rollout files, one checkpoint kept per phase."""
+
+
 class SearchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -87,8 +92,9 @@ class SearchConfig(BaseModel):
     policy: dict[str, Any] | None = None
     """Empty: the current checkpoint as a local HF policy. Else a coevo.policy spec, e.g. {backend: oracle}
     (the model is then not what is measured; useful for tests and benchmarks)."""
-    train: dict[str, Any] = {}
-    """GRPOSpec options for every w-phase (train.* keys of the space override them per trial)."""
+    train: dict[str, Any] = Field(default_factory=lambda: dict(SEARCH_TRAIN_DEFAULTS))
+    """GRPOSpec options for every w-phase (train.* keys of the space override them per trial). The
+    options given here are laid over SEARCH_TRAIN_DEFAULTS; GRPOSpec's own defaults fill in the rest."""
     overrides: dict[str, Any] = {}
     """Fixed dotted-path overrides applied to the base harness before anything runs."""
     objective: Literal["pass_at_1", "mean_reward"] = "pass_at_1"
@@ -102,6 +108,11 @@ class SearchConfig(BaseModel):
     """Seconds between Optuna trial heartbeats; a killed trial is retried once stale."""
     grace_period: int = Field(15, ge=2)
     """Seconds without a heartbeat after which a RUNNING trial counts as dead."""
+
+    @field_validator("train", mode="before")
+    @classmethod
+    def _over_search_defaults(cls, value: Any) -> Any:
+        return {**SEARCH_TRAIN_DEFAULTS, **value} if isinstance(value, dict) else value
 
     @property
     def run_dir(self) -> Path:

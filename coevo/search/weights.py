@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from coevo.config import get_dotted
 from coevo.search.context import RunContext
 from coevo.search.ratchet import Candidate
 from coevo.search.state import Pair
-
-GRPO_DEFAULTS = {"tasks_per_step": 4, "group_size": 4, "save_rollouts": False, "keep_checkpoints": 1}
-"""Small steps by default: one step is tasks_per_step x group_size episodes on CPU."""
 
 
 def weights_phase(ctx: RunContext, name: str, run_id: str) -> None:
@@ -48,7 +46,7 @@ def grpo_spec(ctx: RunContext, values: dict[str, Any]):
     from coevo.train.grpo_spec import spec_from_dict
 
     config = ctx.inputs.config
-    data = {**GRPO_DEFAULTS, **config.train, "steps": ctx.inputs.plan.grpo_steps, "report_to": "none",
+    data = {**config.train, "steps": ctx.inputs.plan.grpo_steps, "report_to": "none",
             "seed": config.seed + ctx.ledger.generation}
     return spec_from_dict(data, f"{config.name}: train").with_overrides(values)
 
@@ -83,7 +81,7 @@ def train_study(ctx: RunContext, start: Pair, name: str, run_id: str) -> tuple[s
                        make_sampler(config.sampler, config.seed, ctx.inputs.plan.train_trials), make_pruner(False))
     if not study.trials:  # the config's own options first: a known reference point
         defaults = grpo_spec(ctx, {})
-        study.enqueue_trial({p.path: _get(defaults, p.path.removeprefix("train.")) for p in space.train_params},
+        study.enqueue_trial({p.path: get_dotted(defaults.model_dump(mode="json"), p.path.removeprefix("train.")) for p in space.train_params},
                             skip_if_exists=True)
     optimize_until(study, ctx.inputs.plan.train_trials, TrainObjective(ctx, start, name, run_id, study_name),
                    config.grace_period, wait_for_stale=ctx.resume)
@@ -123,13 +121,6 @@ class TrainObjective:
             return 0.0
         trial.set_user_attr("checkpoint", ckpt)
         return pair.score
-
-
-def _get(spec, path: str):
-    node = spec.model_dump(mode="json")
-    for part in path.split("."):
-        node = node[part]
-    return node
 
 
 def rescore(ctx: RunContext, name: str, run_id: str, train_values: dict) -> list[Pair]:
