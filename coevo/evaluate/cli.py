@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from coevo.sandbox.cli import BackendOption, ImageMapOption
+
 
 def fail(message: str) -> None:
     typer.secho(f"error: {message}", fg="red", err=True)
@@ -29,12 +31,14 @@ def eval_command(
     dtype: Annotated[str, typer.Option(help="Local models: float32 or bfloat16.")] = "float32",
     bundle: Annotated[Path | None, typer.Option(help="An exported bundle: its harness and checkpoint.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON, for scripts.")] = False,
+    backend: BackendOption = "local",
+    image_map: ImageMapOption = None,
 ) -> None:
     """Evaluate a (harness, model) pair on a split of tasks in real sandboxes."""
     from coevo.console import progress
     from coevo.errors import CoevoError
-    from coevo.evaluate import evaluate
     from coevo.harness import HarnessError, load_harness
+    from coevo.sandbox.cli import checked_backends, image_map_from
     from coevo.tasks import load_taskset
 
     try:
@@ -48,13 +52,15 @@ def eval_command(
         else:
             loaded_harness = load_harness(harness)
         task_list = load_taskset(tasks).split(split)
+        checked_backends(task_list, backend)
+        sandboxes = (backend, image_map_from(image_map))
         policy = build_policy(model, loaded_harness, task_list, base_url, dtype)
         out = out or Path("runs/eval") / f"{loaded_harness.name}-{split}-seed{seed}.jsonl"
         if as_json:
-            report = evaluate(task_list, loaded_harness, policy, samples, seed, out)
+            report = run_eval(task_list, loaded_harness, policy, samples, seed, out, sandboxes)
         else:
             with progress(f"eval {loaded_harness.name} on {split}", total=len(task_list) * samples) as advance:
-                report = evaluate(task_list, loaded_harness, policy, samples, seed, out,
+                report = run_eval(task_list, loaded_harness, policy, samples, seed, out, sandboxes,
                                   on_done=lambda traj: advance())
     except (CoevoError, HarnessError, ValueError, OSError) as e:
         fail(str(e))
@@ -63,6 +69,20 @@ def eval_command(
         return
     print_report(report, title=f"{loaded_harness.name} x {model or 'oracle'} on {split} ({samples}/task, seed {seed})")
     print(f"trajectories: {out}  (view one: coevo show {out})")
+
+
+def run_eval(tasks, harness, policy, samples: int, seed: int, out: Path,
+             sandboxes: tuple[str, dict[str, str] | None], on_done=None):
+    """What `coevo.evaluate.evaluate` does, on the chosen sandboxes ((backend, image_map) for the
+    rollout), which evaluate() does not take yet."""
+    from coevo.evaluate import report
+    from coevo.rollout import rollout, save_trajectories
+
+    backend, image_map = sandboxes
+    trajectories = rollout(tasks, harness, policy, n_per_task=samples, seed=seed, on_done=on_done,
+                           backend=backend, image_map=image_map)
+    save_trajectories(out, trajectories)
+    return report(trajectories, seed)
 
 
 def build_policy(model: str, harness, tasks, base_url: str | None, dtype: str):

@@ -14,6 +14,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 
 from coevo import Completion, Policy, SamplingParams, Sandbox
 from coevo.harness import Harness
@@ -34,6 +35,8 @@ def rollout(
     n_per_task: int = 1,
     *,
     make_sandbox: Callable[..., Sandbox] | None = None,
+    backend: str = "local",
+    image_map: dict[str, str] | None = None,
     verify: Callable | None = None,
     tokenizer=_FROM_POLICY,
     seed: int | None = None,
@@ -44,7 +47,8 @@ def rollout(
     """Run `n_per_task` episodes of each task; trajectories come back in task order, samples together.
 
     `make_sandbox(task) -> Sandbox` (unstarted) and `verify(task, sandbox) -> VerifyResult` default to
-    coevo.sandbox / coevo.verify. `tokenizer` defaults to the policy's own (`policy.tokenizer`) if it has
+    coevo.sandbox / coevo.verify; the default sandboxes come from `backend` (local, docker or auto: per
+    task) with `image_map` for docker builds (None: COEVO_IMAGE_MAP). `tokenizer` defaults to the policy's own (`policy.tokenizer`) if it has
     one; None gives text-only trajectories (no token buffer). `on_done` is called as each episode's
     verification finishes (from a pool thread).
 
@@ -53,7 +57,9 @@ def rollout(
     would leave their commands unable to fork.
     """
     if make_sandbox is None:
-        from coevo.sandbox import make_sandbox
+        from coevo.sandbox import make_sandbox as _make_sandbox
+
+        make_sandbox = partial(_make_sandbox, backend=backend, image_map=image_map)
     if verify is None:
         from coevo.verify import verify
     if tokenizer is _FROM_POLICY:  # token-level policies carry their tokenizer; chat APIs have none

@@ -11,27 +11,32 @@ import shutil
 from pathlib import Path
 
 from coevo import Sandbox
-from coevo.errors import SandboxUnavailableError, TaskError
+from coevo.errors import NeedsDockerError, SandboxUnavailableError, TaskError
 from coevo.sandbox.bwrap import Limits, Mount
 from coevo.tasks.task import Task
 
 BACKENDS = {"local": "coevo.sandbox.local.LocalSandbox", "docker": "coevo.sandbox.docker.DockerSandbox"}
 
-__all__ = ["BACKENDS", "Limits", "Mount", "choose_backend", "host_mounts", "make_sandbox", "seed_app",
-           "task_limits"]
+__all__ = ["BACKENDS", "CHOICES", "Limits", "Mount", "backends_for", "choose_backend", "host_mounts",
+           "make_sandbox", "require_engine", "seed_app", "task_limits"]
+
+CHOICES = (*BACKENDS, "auto")
+"""What `--backend` and the search config's `sandbox:` accept."""
 
 
-def make_sandbox(task: Task, backend: str = "local", **options) -> Sandbox:
-    """An unstarted sandbox for one episode of `task`. Options go to the backend (timeout, output_cap;
-    docker also takes image_map and run_id)."""
+def make_sandbox(task: Task, backend: str = "local", image_map: dict[str, str] | None = None,
+                 **options) -> Sandbox:
+    """An unstarted sandbox for one episode of `task`. `image_map` (FROM name -> local image; None:
+    COEVO_IMAGE_MAP) matters only where an image is built, so the local backend ignores it. Other
+    options go to the backend (timeout, output_cap; docker also takes run_id)."""
     if backend == "auto":
         backend = choose_backend(task)
     if backend not in BACKENDS:
-        raise ValueError(f"unknown sandbox backend '{backend}'; valid: {', '.join(BACKENDS)}, auto")
+        raise ValueError(f"unknown sandbox backend '{backend}'; valid: {', '.join(CHOICES)}")
     module, _, name = BACKENDS[backend].rpartition(".")
     cls = getattr(importlib.import_module(module), name)
     if backend == "docker":  # the image build does what seed_app does for the local backend
-        return cls.for_task(task, **options)
+        return cls.for_task(task, image_map=image_map, **options)
     task.env.require_local(task.name)
     mounts = [*host_mounts(task), *options.pop("mounts", [])]
     sandbox = cls(env=task.env.env, hidden=hidden_paths(task), limits=task_limits(task), mounts=mounts,
@@ -46,14 +51,36 @@ def choose_backend(task: Task) -> str:
     an error that says how to start one, never a half-prepared local run."""
     if not task.env.needs_docker and not task.config.environment.docker_image:
         return "local"
+    why = task.env.needs_docker[0] if task.env.needs_docker else "environment.docker_image in task.toml"
+    require_engine(f"task {task.name}: needs the docker backend ({task.env.dockerfile}, {why}), but")
+    return "docker"
+
+
+def require_engine(who: str) -> None:
+    """Raise, saying how to start a daemon or where to point DOCKER_HOST, when no docker engine answers."""
     from coevo.sandbox.docker_io import daemon_error
 
     problem = daemon_error()
     if problem:
-        why = task.env.needs_docker[0] if task.env.needs_docker else "environment.docker_image in task.toml"
-        raise SandboxUnavailableError(f"task {task.name}: needs the docker backend ({task.env.dockerfile}, {why}), "
-                                      f"but {problem}")
-    return "docker"
+        raise SandboxUnavailableError(f"{who} {problem}")
+
+
+def backends_for(tasks: list[Task], backend: str) -> dict[str, str]:
+    """Task name -> the backend its episodes will get, checked before any episode starts, so that a run
+    that cannot work fails once with the reason instead of scoring every episode a sandbox_error."""
+    if backend not in CHOICES:
+        raise ValueError(f"--backend {backend!r}: valid: {', '.join(CHOICES)}")
+    if backend == "auto":
+        return {task.name: choose_backend(task) for task in tasks}
+    if backend == "docker":
+        require_engine("--backend docker:")
+    else:
+        refused = [t for t in tasks if t.env.needs_docker]
+        if refused:
+            reasons = "\n".join(f"  task {t.name}: {t.env.dockerfile}, {t.env.needs_docker[0]}" for t in refused)
+            raise NeedsDockerError(f"{len(refused)} task(s) need the docker backend; run with --backend docker "
+                                   f"(or auto, which picks it per task):\n{reasons}")
+    return {task.name: backend for task in tasks}
 
 
 def host_mounts(task: Task) -> list[Mount]:

@@ -3,9 +3,38 @@ removal of containers left by killed runs). Heavy imports stay inside the comman
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(no_args_is_help=True, help="Docker sandboxes: the air-gapped base image, and pruning.")
+
+# The options every command that runs episodes shares (eval, tasks check, warmstart, train).
+BackendOption = Annotated[str, typer.Option(
+    help="Sandbox backend: local (bubblewrap over the host), docker (an image per task), or auto (docker "
+         "for a task whose Dockerfile needs a build or that names docker_image, local otherwise).")]
+ImageMapOption = Annotated[list[str] | None, typer.Option(
+    "--image-map", help="FROM-NAME=LOCAL-IMAGE for docker builds, repeatable, e.g. "
+                        "python:3.12-slim=coevo-base:bookworm (added to COEVO_IMAGE_MAP).")]
+
+
+def image_map_from(items: list[str] | None) -> dict[str, str] | None:
+    """--image-map entries over COEVO_IMAGE_MAP's; None without the flag (the backend reads the variable)."""
+    from coevo.sandbox.images import default_image_map, parse_image_map
+
+    return {**default_image_map(), **parse_image_map(items)} if items else None
+
+
+def checked_backends(tasks: list, backend: str) -> None:
+    """Fail before any episode when the backend cannot run these tasks; under auto, say what it chose."""
+    from coevo.sandbox import backends_for
+
+    chosen = backends_for(tasks, backend)
+    if backend == "auto":
+        counts = Counter(chosen.values())
+        typer.echo("sandboxes: " + ", ".join(f"{name} for {n} task(s)" for name, n in sorted(counts.items())),
+                   err=True)
 
 
 @app.command()

@@ -1,7 +1,8 @@
 """`coevo tasks check`: every task must score 1 with its reference solution and 0 when nothing is done.
 
-The reference solution runs like Harbor's oracle agent: from /app, with solution/ copied in at
-/solution. Verification then follows the same path as any agent's episode.
+The reference solution runs like Harbor's oracle agent: from /app, with solution/ at /solution.
+Verification then follows the same path as any agent's episode. Each task runs on the chosen backend
+(`auto`: docker for a task that needs an image build, local otherwise), named in its row.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from coevo.errors import CoevoError
-from coevo.sandbox import make_sandbox
+from coevo.errors import CoevoError, NeedsDockerError
+from coevo.sandbox import choose_backend, make_sandbox
 from coevo.tasks.task import Task, find_task_folders, load_task
 from coevo.verify import VerifyResult, verify
 
@@ -21,6 +22,7 @@ from coevo.verify import VerifyResult, verify
 @dataclass
 class CheckRow:
     task: str
+    backend: str = ""
     oracle: float | None = None
     nothing: float | None = None
     oracle_s: float = 0.0
@@ -35,12 +37,15 @@ class CheckRow:
         return {**asdict(self), "ok": self.ok}
 
 
-def run_episode(task: Task, commands: str | None) -> tuple[VerifyResult, float]:
+def run_episode(task: Task, commands: str | None, backend: str = "local",
+                image_map: dict[str, str] | None = None) -> tuple[VerifyResult, float]:
     """Run `commands` (or nothing) in a fresh sandbox, then verify. Returns (result, seconds)."""
     started = time.monotonic()
-    sandbox = make_sandbox(task)
+    sandbox = make_sandbox(task, backend, image_map)
     try:
-        if commands:  # copied in, owned by the sandbox's uid: a 0700 root-owned solution/ still runs
+        # Harbor mounts solution/; a copy owned by the sandbox's uid does the same for solve.sh and
+        # still runs when solution/ is root-owned 0700 (a bind mount would keep the host's owner).
+        if commands:
             sandbox.upload(task.path / "solution", "/solution")
         sandbox.start()
         if commands:
@@ -51,14 +56,19 @@ def run_episode(task: Task, commands: str | None) -> tuple[VerifyResult, float]:
     return result, time.monotonic() - started
 
 
-def check_task(folder: Path) -> CheckRow:
-    row = CheckRow(task=folder.name)
+def check_task(folder: Path, backend: str = "local", image_map: dict[str, str] | None = None) -> CheckRow:
+    """Oracle and nothing episodes of one task on `backend` (auto: chosen for this task)."""
+    row = CheckRow(task=folder.name, backend=backend)
     try:
         task = load_task(folder)
         if task.solution is None:
             raise CoevoError(f"task {task.name}: no solution/solve.sh to check against")
-        oracle, row.oracle_s = run_episode(task, "bash /solution/solve.sh")
-        nothing, row.nothing_s = run_episode(task, None)
+        row.backend = choose_backend(task) if backend == "auto" else backend
+        oracle, row.oracle_s = run_episode(task, "bash /solution/solve.sh", row.backend, image_map)
+        nothing, row.nothing_s = run_episode(task, None, row.backend, image_map)
+    except NeedsDockerError as e:
+        row.error = f"{e}\n  (check it with --backend docker, or auto)"
+        return row
     except CoevoError as e:  # a broken task is a row in the report, not the end of the check
         row.error = str(e)
         return row
@@ -77,11 +87,11 @@ def task_folders(paths: list[Path]) -> list[Path]:
     return [folder for path in paths for folder, _, _ in find_task_folders(path)]
 
 
-def check_folders(folders: list[Path], jobs: int, on_done: Callable[[CheckRow], None] = lambda r: None
-                  ) -> list[CheckRow]:
+def check_folders(folders: list[Path], jobs: int, on_done: Callable[[CheckRow], None] = lambda r: None,
+                  backend: str = "local", image_map: dict[str, str] | None = None) -> list[CheckRow]:
     rows: list[CheckRow] = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for row in pool.map(check_task, folders):
+        for row in pool.map(lambda folder: check_task(folder, backend, image_map), folders):
             rows.append(row)
             on_done(row)
     return rows
@@ -92,11 +102,11 @@ def print_check_table(rows: list[CheckRow]) -> None:
     from rich.table import Table
 
     failed = [r for r in rows if not r.ok]
-    table = Table("task", "oracle", "nothing", "oracle s", "nothing s", "result",
+    table = Table("task", "backend", "oracle", "nothing", "oracle s", "nothing s", "result",
                   title=f"coevo tasks check: {len(rows) - len(failed)}/{len(rows)} ok")
     for r in rows:
         verdict = "[green]ok[/]" if r.ok else f"[red]FAIL[/] {r.error}"
-        table.add_row(r.task, _score(r.oracle), _score(r.nothing), f"{r.oracle_s:.2f}", f"{r.nothing_s:.2f}",
+        table.add_row(r.task, r.backend, _score(r.oracle), _score(r.nothing), f"{r.oracle_s:.2f}", f"{r.nothing_s:.2f}",
                       verdict)
     Console().print(table)
 

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from coevo.sandbox.cli import BackendOption, ImageMapOption
+
 app = typer.Typer(no_args_is_help=True)
 TASKS = Path("tasks")
 
@@ -67,22 +69,30 @@ def check(
     paths: Annotated[list[Path] | None, typer.Argument(help="Task folders or folders of tasks.")] = None,
     jobs: Annotated[int, typer.Option(help="Tasks checked in parallel.")] = os.cpu_count() or 2,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON, for scripts.")] = False,
+    backend: BackendOption = "local",
+    image_map: ImageMapOption = None,
 ) -> None:
     """Check that each task's reference solution scores 1 and doing nothing scores 0."""
     from coevo.console import progress
     from coevo.errors import CoevoError
+    from coevo.sandbox import backends_for
+    from coevo.sandbox.cli import image_map_from
     from coevo.tasks.check import check_folders, print_check_table, task_folders
 
     try:
+        # A task the backend refuses is a row of the report; only a missing engine stops the whole check.
+        backends_for([], backend)
+        mapping = image_map_from(image_map)
         folders = task_folders(paths or [TASKS])
         if as_json:
-            rows = check_folders(folders, jobs)
+            rows = check_folders(folders, jobs, backend=backend, image_map=mapping)
             print(json.dumps([r.as_dict() for r in rows], indent=1))
         else:
             with progress("checking tasks", total=len(folders)) as advance:
-                rows = check_folders(folders, jobs, on_done=lambda row: advance())
+                rows = check_folders(folders, jobs, on_done=lambda row: advance(), backend=backend,
+                                     image_map=mapping)
             print_check_table(rows)
-    except CoevoError as e:
+    except (CoevoError, ValueError) as e:
         fail(str(e))
     if not all(r.ok for r in rows):
         raise typer.Exit(1)
