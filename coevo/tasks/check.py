@@ -43,8 +43,8 @@ def run_episode(task: Task, commands: str | None, backend: str = "local",
     started = time.monotonic()
     sandbox = make_sandbox(task, backend, image_map)
     try:
-        # Harbor mounts solution/; a copy owned by the sandbox's uid does the same for solve.sh and
-        # still runs when solution/ is root-owned 0700 (a bind mount would keep the host's owner).
+        # As Harbor's oracle (environment.upload_dir to /solution): a copy, here owned by the sandbox's
+        # uid, so a root-owned 0700 solution/ still runs; a bind mount would keep the host's owner.
         if commands:
             sandbox.upload(task.path / "solution", "/solution")
         sandbox.start()

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from coevo.sandbox.cli import BackendOption, ImageMapOption
 from coevo.train.sft import SFTSettings  # a dataclass; its module imports nothing heavy
 
 # The options warmstart and train share: one model trained on one split under one harness, into a folder.
@@ -59,14 +60,18 @@ def warmstart(
                                                 "from `coevo tasks generate` only; never dev/test instructions "
                                                 "or held-out families). Default: 60 for such a suite, else 0.")
                        ] = None,
+    backend: BackendOption = "local",
+    image_map: ImageMapOption = None,
 ) -> None:
     """Supervised warm start: oracle episodes through the harness, then TRL SFT on the assistant turns."""
     from coevo.errors import CoevoError
+    from coevo.sandbox.cli import image_map_from
     from coevo.train.warmstart import run_warmstart
 
     settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, threads=threads or None)
     try:
-        report = run_warmstart(model, harness, tasks, split, out, settings, augment=augment)
+        report = run_warmstart(model, harness, tasks, split, out, settings, augment=augment, backend=backend,
+                               image_map=image_map_from(image_map))
     except (CoevoError, ValueError) as e:
         fail(str(e))
     print(report)
@@ -92,6 +97,8 @@ def train(
                          ] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out from its newest checkpoint.")
                       ] = False,
+    backend: BackendOption = "local",
+    image_map: ImageMapOption = None,
 ) -> None:
     """GRPO (TRL) on multi-turn episodes under a harness, rewards from the task verifiers."""
     import yaml
@@ -99,6 +106,7 @@ def train(
     from coevo.config import read_yaml
     from coevo.errors import CoevoError
     from coevo.harness import load_harness
+    from coevo.sandbox.cli import checked_backends, image_map_from
     from coevo.tasks import load_taskset
     from coevo.train.grpo_spec import GRPOSpec, spec_from_dict
 
@@ -118,10 +126,12 @@ def train(
             overrides[key.strip()] = yaml.safe_load(value)
         spec = spec.with_overrides(overrides)
         task_list = load_taskset(tasks).split(split)[:max_tasks]
+        checked_backends(task_list, backend)
         loaded = load_harness(harness)
         from coevo.train.grpo import train_grpo
 
-        result = train_grpo(model, loaded, task_list, out, spec, resume=resume)
+        result = train_grpo(model, loaded, task_list, out, spec, resume=resume, backend=backend,
+                            image_map=image_map_from(image_map))
     except (CoevoError, ValueError, OSError) as e:
         fail(str(e))
     last = result.metrics[-1] if result.metrics else {}

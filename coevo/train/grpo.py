@@ -48,8 +48,9 @@ class TrainResult:
 
 
 def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, resume: bool = False,
-               console=None) -> TrainResult:
-    """Train `model_dir` with GRPO on `tasks` under `harness`; checkpoints and metrics go to `out_dir`."""
+               console=None, backend: str = "local", image_map: dict[str, str] | None = None) -> TrainResult:
+    """Train `model_dir` with GRPO on `tasks` under `harness`; checkpoints and metrics go to `out_dir`.
+    Episodes run in `backend`'s sandboxes (local, docker or auto; see coevo.sandbox.make_sandbox)."""
     from rich.console import Console
 
     from coevo.train import checkpoint as ckpt
@@ -67,7 +68,7 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
                          f"{spec.tasks_per_step}; give more tasks or lower tasks_per_step")
     harness = _training_harness(harness, spec)
     _record_run(out_dir, model_dir, harness, tasks, spec, resumed_from)
-    trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, console)
+    trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, console, (backend, image_map))
     caller_run = _mlflow_run_id()
     console.print(f"GRPO: {len(trainer.train_dataset)} tasks, {spec.tasks_per_step} x {spec.group_size} "
                   f"episodes per step, steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, "
@@ -105,7 +106,8 @@ def _training_harness(harness, spec: GRPOSpec):
     return harness
 
 
-def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, console):
+def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, console,
+                  sandboxes: tuple[str, dict[str, str] | None] = ("local", None)):
     import warnings
 
     import torch
@@ -134,7 +136,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
         tasks = fresh_instances(tasks, spec.steps * spec.tasks_per_step, out_dir / "fresh_tasks", spec.seed)
         console.print(f"fresh instances: {len(tasks)} of {len({t.family for t in tasks})} families, each used "
                       "at most once")
-    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print)
+    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print, sandboxes=sandboxes)
     step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps, console)
     budget = [TimeBudget(spec.max_minutes)] if spec.max_minutes else []
     args = grpo_config(spec, harness, out_dir, device)

@@ -50,9 +50,12 @@ class _Recorder:
 
 
 class GRPORollout:
-    def __init__(self, tasks: list, harness, policy, spec: GRPOSpec, run_dir: Path | None = None, log=print):
-        """`policy`: an HFPolicy, the rollout copy of the model (its weights are overwritten every step)."""
+    def __init__(self, tasks: list, harness, policy, spec: GRPOSpec, run_dir: Path | None = None, log=print,
+                 sandboxes: tuple[str, dict[str, str] | None] = ("local", None)):
+        """`policy`: an HFPolicy, the rollout copy of the model (its weights are overwritten every step).
+        `sandboxes`: (backend, image_map) of the episodes, as the rollout engine takes them."""
         self.tasks = {t.name: t for t in tasks}
+        self.backend, self.image_map = sandboxes
         self.harness, self.policy, self.spec, self.run_dir, self.log = harness, policy, spec, run_dir, log
         self.pad_id = policy.pad_id
         self.stats: dict[str, float] = {}
@@ -116,7 +119,8 @@ class GRPORollout:
 
         names = list(counts)
         trajectories = rollout([self.tasks[n] for n in names], self.harness, recorder,
-                               n_per_task=counts[names[0]], seed=seed, verify=timed_verify)
+                               n_per_task=counts[names[0]], seed=seed, verify=timed_verify,
+                               backend=self.backend, image_map=self.image_map)
         queues: dict[str, list[Trajectory]] = defaultdict(list)
         for t in trajectories:
             queues[t.task].append(t)

@@ -29,12 +29,15 @@ def default_augment(tasks_dir: Path) -> int:
     return AUGMENT if generated_manifest(tasks_dir) else 0
 
 
-def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0) -> list:
-    """One oracle episode per task, tokenized with `tokenizer` (so context limits apply as for the model)."""
+def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0, backend: str = "local",
+                        image_map: dict[str, str] | None = None) -> list:
+    """One oracle episode per task, tokenized with `tokenizer` (so context limits apply as for the model),
+    in `backend`'s sandboxes (see coevo.sandbox.make_sandbox)."""
     from coevo.policy.scripted import OraclePolicy
     from coevo.rollout import rollout
 
-    return rollout(tasks, harness, OraclePolicy(harness, tasks, tokenizer=tokenizer), n_per_task=1, seed=seed)
+    return rollout(tasks, harness, OraclePolicy(harness, tasks, tokenizer=tokenizer), n_per_task=1, seed=seed,
+                   backend=backend, image_map=image_map)
 
 
 def extra_tasks(tasks_dir: Path, out: Path, per_family: int, seed: int) -> list:
@@ -63,7 +66,8 @@ def demonstrations(trajectories: list) -> list:
 
 
 def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettings, augment: int = 0,
-               suite: Path | None = None, source: str = "warmstart") -> dict:
+               suite: Path | None = None, source: str = "warmstart", backend: str = "local",
+               image_map: dict[str, str] | None = None) -> dict:
     """Oracle episodes on `tasks` (plus `augment` fresh instances per family of the generated `suite`,
     see `extra_tasks`), then SFT from `model` to `out`; returns the numbers (also in out/warmstart.json).
 
@@ -77,13 +81,13 @@ def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettin
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    trajectories = oracle_trajectories(harness, tasks, tokenizer, settings.seed)
+    trajectories = oracle_trajectories(harness, tasks, tokenizer, settings.seed, backend, image_map)
     save_trajectories(out / "oracle.jsonl", trajectories)
     extra = []
     if augment:
         with tempfile.TemporaryDirectory() as tmp:
             extra = oracle_trajectories(harness, extra_tasks(suite, Path(tmp), augment, settings.seed), tokenizer,
-                                        settings.seed)
+                                        settings.seed, backend, image_map)
         save_trajectories(out / "oracle_extra.jsonl", extra)
     t_oracle = time.perf_counter() - t0
     good = demonstrations(trajectories) + demonstrations(extra)
@@ -101,19 +105,23 @@ def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettin
 
 
 def run_warmstart(model: Path, harness_path: Path, tasks_dir: Path, split: str, out: Path,
-                  settings: SFTSettings | None = None, augment: int | None = None) -> str:
+                  settings: SFTSettings | None = None, augment: int | None = None, backend: str = "local",
+                  image_map: dict[str, str] | None = None) -> str:
     """`coevo warmstart`: `warm_start` on a split of a task folder; returns a short report. `augment`
     None: `default_augment`."""
     from coevo.harness import load_harness
+    from coevo.sandbox import backends_for
     from coevo.tasks import load_taskset
 
     harness = load_harness(harness_path)
     tasks = [t for t in load_taskset(tasks_dir).split(split) if t.solution is not None]
     if not tasks:
         raise ValueError(f"{tasks_dir}: no tasks with solution/solve.sh in split '{split}'")
+    backends_for(tasks, backend)  # fails here, not as every oracle episode left out, when it cannot run them
     settings = settings or SFTSettings()
     augment = default_augment(tasks_dir) if augment is None else augment
-    n = warm_start(model, harness, tasks, out, settings, augment, tasks_dir, source=f"warmstart ({harness_path})")
+    n = warm_start(model, harness, tasks, out, settings, augment, tasks_dir, source=f"warmstart ({harness_path})",
+                   backend=backend, image_map=image_map)
     return "\n".join([
         f"oracle: {n['oracle_passed']}/{len(tasks)} {split} tasks passed under {harness.name}"
         + (f", {n['extra_passed']}/{n['extra_tasks']} extra instances" if augment else "")
