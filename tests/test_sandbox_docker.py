@@ -212,6 +212,22 @@ def test_prune_command_removes_orphans_and_keeps_live_ones(task):
     assert cleanup_orphans(docker_client()) == []
 
 
+def test_prune_while_other_episodes_come_and_go(task):
+    """Orphan cleanup at start runs while other runs open and close containers: one that vanishes
+    between the listing and its inspection (or its removal) is not an error."""
+    def churn(_):
+        for _ in range(6):
+            with docker_sandbox(task) as box:
+                box.run("true")
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        churning = [pool.submit(churn, i) for i in range(2)]
+        while not all(f.done() for f in churning):
+            cleanup_orphans(docker_client())
+        for f in churning:
+            f.result()
+
+
 # -- the red-team suite (tests/redteam.py), against the docker backend --------------------------------
 @pytest.fixture(scope="module")
 def redteam(tmp_path_factory):

@@ -56,11 +56,20 @@ def owner_labels() -> dict[str, str]:
 def cleanup_orphans(client, everything: bool = False) -> list[str]:
     """Remove the coevo containers whose creating process on this host is gone (a run killed with -9
     cannot close them), or every coevo container with `everything`. Returns their names."""
+    import docker.errors
+
     removed = []
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
+    # list() inspects each container it found: one that another run closes (or prunes) meanwhile is gone
+    # by then, which is not an error here.
+    for container in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         host, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
         if everything or (host == HOST and pid.isdigit() and not pid_alive(int(pid))):
-            container.remove(force=True)
+            try:
+                container.remove(force=True)
+            except docker.errors.APIError as e:  # 404 gone, 409 being removed by another prune
+                if e.status_code not in (404, 409):
+                    raise
+                continue
             removed.append(container.name)
     return removed
 
