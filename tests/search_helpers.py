@@ -13,9 +13,8 @@ templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.
 action_format.kind: {type: categorical, choices: [json, bash_block]}
 recovery.format_error_feedback: {type: categorical, choices: [true, false]}
 recovery.max_format_retries: {type: int, low: 0, high: 3, when: {recovery.format_error_feedback: true}}
-decoding.temperature: {type: float, low: 0.1, high: 1.2}
+limits.max_turns: {type: int, low: 3, high: 8}
 """
-
 
 
 def write_config(folder: Path, suite: Path, **fields) -> Path:
@@ -23,7 +22,8 @@ def write_config(folder: Path, suite: Path, **fields) -> Path:
     config = {"tasks": str(suite), "harness": str(ROOT / "harnesses" / "terminus_json.yaml"),
               "space": str(folder / "space.yaml"), "runs_dir": str(folder / "runs"), "schedule": "h",
               "policy": {"backend": "synthetic"}, "heartbeat_interval": 1, "grace_period": 3,
-              "plan": {"trials": 4, "dev_tasks": 8, "batches": 2}, **fields}
+              "plan": {"trials": 4, "dev_tasks": 8, "batches": 2}, "splits": {"promotion": 12, "test": 18},
+              **fields}
     path = folder / f"{fields.get('name', 'search')}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

@@ -35,23 +35,25 @@ def test_search_runs_trials_tracks_every_pair_and_ends_with_the_test_table(finis
     from mlflow import MlflowClient
 
     from coevo.outcomes import SUMMARY_METRICS
+    from coevo.search.final import ROWS
 
     config, state = finished_run
-    assert state.done and list(state.test) == ["baseline", "harness-only", "weights-only", "co-evolved"]
+    assert state.done and list(state.test) == list(ROWS)
     for row in state.test.values():
-        assert row["ci_low"] <= row["pass_at_1"] <= row["ci_high"] and row["episodes"] == 9
+        assert row["ci_low"] <= row["pass_at_1"] <= row["ci_high"] and row["episodes"] == 18
+        assert row["held_out"]["episodes"] == 9  # the suite's held-out families, scored apart
     study = optuna.load_study(study_name=f"{config.name}.h1", storage=f"sqlite:///{config.run_dir / 'optuna.db'}")
     assert len([t for t in study.trials if t.state.name in ("COMPLETE", "PRUNED")]) == 4
     client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name(config.name).experiment_id], max_results=500)
     by_name = {r.info.run_name: r for r in runs}
-    assert {"search search", "h1", "test", "baseline", "h1 #0", "test baseline"} <= set(by_name)
+    assert {"search search", "h1", "arms", "test", "baseline", "h1 #0", "test baseline"} <= set(by_name)
     assert all(r.info.status == "FINISHED" for r in runs)
     trial = by_name["h1 #0"]
     assert trial.data.tags["mlflow.parentRunId"] == by_name["h1"].info.run_id
     assert by_name["h1"].data.tags["mlflow.parentRunId"] == state.parent_run
-    assert {"phase", "generation", "checkpoint"} <= set(trial.data.tags)
-    assert "decoding.temperature" in trial.data.params and "limits.max_turns" in trial.data.params
+    assert {"phase", "generation", "checkpoint", "harness_fingerprint"} <= set(trial.data.tags)
+    assert trial.data.params["decoding.temperature"] == "0.0" and "limits.max_turns" in trial.data.params  # greedy
     assert trial.data.tags["state"] == "COMPLETE"  # the pruner judges no trial before two have finished
     assert set(SUMMARY_METRICS) <= set(trial.data.metrics)
     assert any(k.startswith("family/") for k in trial.data.metrics)
@@ -61,14 +63,18 @@ def test_search_runs_trials_tracks_every_pair_and_ends_with_the_test_table(finis
     assert "plots/optimization_history.png" in plots
     parent = client.get_run(state.parent_run)
     assert "test/co-evolved/pass_at_1" in parent.data.metrics
-    co = state.test["co-evolved"]  # the verdict: co-evolved against each single lever, paired on the same tasks
-    for row in ("harness-only", "weights-only"):
-        other = state.test[row]["per_task"]
+    co, verdict = state.test["co-evolved"], state.verdict  # co-evolved against each fair arm, paired
+    for arm in ("harness-only", "weights-only"):
+        other = state.test[arm]["per_task"]
         gain = sum(co["per_task"][t] - other[t] for t in other) / len(other)
-        assert co["vs"][row][0] == pytest.approx(gain) == parent.data.metrics[f"test/co-evolved/vs_{row}/gain"]
-        assert co["vs"][row][1] <= gain <= co["vs"][row][2]
-    assert co["beats_single_levers"] == all(co["vs"][row][1] > 0 for row in co["vs"])
+        versus = verdict["versus"][arm]
+        assert versus["gain"] == pytest.approx(gain) == parent.data.metrics[f"test/co-evolved/vs_{arm}/gain"]
+        assert versus["low"] <= gain <= versus["high"]
+    assert verdict["beats_both_arms"] == all(v["low"] > 0 for v in verdict["versus"].values())
+    assert {"delta_h", "delta_m", "interaction"} == set(verdict["effects"])
+    assert "test/2x2/interaction_low" in parent.data.metrics
     assert {"test_table.md", "plots"} <= {a.path for a in client.list_artifacts(state.parent_run)}
+    assert "plots/two_by_two.png" in {a.path for a in client.list_artifacts(state.parent_run, "plots")}
 
 
 def test_compare_prints_the_variants_from_mlflow(finished_run):
@@ -145,7 +151,7 @@ def test_mlflow_server_serves_the_runs_over_its_rest_api(finished_run):
     trials = [r for r in runs if r["info"]["run_name"].startswith("h1 #")]
     assert len(trials) == 4
     params = {p["key"]: p["value"] for p in trials[0]["data"]["params"]}
-    assert "decoding.temperature" in params and "action_format.kind" in params
+    assert "limits.max_turns" in params and "action_format.kind" in params
     complete = [r for r in trials if {t["key"]: t["value"] for t in r["data"]["tags"]}.get("state") == "COMPLETE"]
     metrics = {m["key"] for m in complete[0]["data"]["metrics"]}
     assert {"pass_at_1", "ci_low", "ci_high"} <= metrics

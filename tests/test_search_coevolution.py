@@ -23,7 +23,7 @@ def test_tiny_model_coevolution_trains_rescores_and_exports(tmp_path):
 
     generate_suite(tmp_path / "tasks", seed=0, per_family=3)
     (tmp_path / "space.yaml").write_text(
-        "decoding.temperature: {type: float, low: 0.5, high: 1.2}\n"
+        "limits.max_turns: {type: int, low: 2, high: 3}\n"
         "templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.j2]}\n"
         "train.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-3, log: true}\n")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({
@@ -32,7 +32,7 @@ def test_tiny_model_coevolution_trains_rescores_and_exports(tmp_path):
         "overrides": {"limits.max_turns": 2, "limits.max_tokens_per_turn": 48},
         "train": {"tasks_per_step": 2, "group_size": 2},
         "plan": {"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 2, "warmstart_epochs": 1, "warmstart_augment": 0,
-                 "grpo_steps": 1, "top_k": 1, "train_trials": 2}}))
+                 "grpo_steps": 1, "top_k": 1, "train_trials": 2}, "splits": {"promotion": 6, "test": 8}}))
     config = load_config(tmp_path / "config.yaml")
     state = Search(config, log=lambda line: None).run()
 
@@ -44,8 +44,16 @@ def test_tiny_model_coevolution_trains_rescores_and_exports(tmp_path):
     runs = optuna.load_study(study_name="tiny.w1", storage=f"sqlite:///{config.run_dir / 'optuna.db'}").trials
     assert [t.state.name for t in runs] == ["COMPLETE", "COMPLETE"]
     assert runs[0].params["train.learning_rate"] == 1e-4  # the config's own options come first
-    assert [h["phase"] for h in state.history] == ["start", "h1", "w1"]
-    assert state.test["weights-only"]["checkpoint"] == str(g1)
+    # h1's best harness, then w1's new weights, then the fair arms, each decided on the promotion tasks
+    phases = [h["phase"] for h in state.history]
+    assert phases[:3] == ["start", "h1", "w1"] and phases[-2:] == ["arm harness-only", "arm weights-only"]
+    assert {h["wins"] + h["losses"] + h["ties"] for h in state.history[1:] if not h.get("error")} == {6}
+    assert state.budgets["weights-only"]["budget"] == 2  # 1 step x 1 w-phase x 2 training runs of its study
+    assert state.budgets["harness-only"]["budget"] == 2  # 2 trials x 1 h-phase, all on generation 0
+    assert list((config.run_dir / "checkpoints" / "arm-weights").rglob("config.json"))  # its own checkpoint
+    weights_arm = state.arms["weights-only"]  # promoted on its own merits, else the baseline
+    assert weights_arm.checkpoint == state.baseline.checkpoint or "arm-weights" in weights_arm.checkpoint
+    assert state.test["weights-only"]["checkpoint"] == weights_arm.checkpoint
     client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id], max_results=200)
     by_name = {r.info.run_name: r for r in runs}
@@ -60,8 +68,9 @@ def test_tiny_model_coevolution_trains_rescores_and_exports(tmp_path):
     subprocess.run([sys.executable, "-m", "coevo.cli", "export", str(config.run_dir), "--out", str(bundle)],
                    cwd=ROOT, check=True, capture_output=True)
     report = json.loads((bundle / "report.json").read_text())
+    assert report["lineage"]["tasks"]["path"] == str(config.run_dir / "splits" / "test")  # the drawn test
     again = subprocess.run([sys.executable, "-m", "coevo.cli", "eval", "--bundle", str(bundle), "--tasks",
-                            str(tmp_path / "tasks"), "--split", "test", "--seed", "0", "--json",
+                            report["lineage"]["tasks"]["path"], "--split", "test", "--seed", "0", "--json",
                             "--out", str(tmp_path / "again.jsonl")],
                            cwd=ROOT, check=True, capture_output=True, text=True)
     overall = json.loads(again.stdout)["overall"]

@@ -79,7 +79,8 @@ def test_default_space_fits_every_shipped_harness_and_every_sample_builds(harnes
     base = load_harness(ROOT / "harnesses" / f"{harness}.yaml")
     space = load_space(DEFAULT, base)
     sections = {p.path.split(".")[0] for p in space.params}
-    assert {"templates", "action_format", "tools", "recovery", "context", "limits", "decoding"} <= sections
+    assert {"templates", "action_format", "tools", "recovery", "context", "limits"} <= sections
+    assert "decoding" not in sections  # scoring is greedy by default: decoding is not a harness dimension
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
     for _ in range(25):
         trial = study.ask()
@@ -158,4 +159,19 @@ def test_config_errors_name_the_key_and_the_budget_sets_the_plan(tmp_path):
     small, big = (make_plan(config.model_copy(update={"budget": b}), 171, 57, 58, 0) for b in (0.5, 2.0))
     assert small.trials == big.trials == 5  # explicit values win
     assert small.grpo_steps < big.grpo_steps and small.dev_tasks < big.dev_tasks
-    assert small.test_tasks == big.test_tasks == 58  # the held-out table always uses the whole test split
+    # The final table always scores the whole test: the drawn one (splits.test), or a larger test split.
+    assert small.test_tasks == big.test_tasks == config.splits.test == 200
+
+
+def test_a_decoding_dimension_under_greedy_scoring_is_an_error_naming_the_key(tmp_path):
+    from coevo.search.errors import SearchError
+    from coevo.search.inputs import check_greedy
+
+    path = tmp_path / "space.yaml"
+    path.write_text("decoding.temperature: {type: float, low: 0.2, high: 1.0}\n"
+                    "limits.max_turns: {type: int, low: 2, high: 5}\n")
+    config = load_config(ROOT / "search_spaces" / "quickstart.yaml").model_copy(update={"space": path})
+    space = load_space(path)
+    with pytest.raises(SearchError, match=r"space\.yaml: decoding\.temperature: scoring is greedy.*greedy: false"):
+        check_greedy(config, space)
+    check_greedy(config.model_copy(update={"greedy": False}), space)  # a config may opt back in

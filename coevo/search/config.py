@@ -56,6 +56,20 @@ class Plan(BaseModel):
     """Harnesses re-scored on each new checkpoint."""
 
 
+class Splits(BaseModel):
+    """The sizes and seed of the task roles beside the evolve set (dev, which `plan.dev_tasks` sizes)."""
+
+    model_config = ConfigDict(extra="forbid")
+    promotion: int = Field(60, ge=1)
+    """Tasks that accept or reject a candidate: fresh instances of the trained families on a suite that
+    `coevo tasks generate` wrote; on other folders, half of the dev tasks (then this is ignored)."""
+    test: int = Field(200, ge=1)
+    """In-distribution test tasks of the final table: fresh instances of the trained families (other
+    folders: their test split). Held-out families are scored as a block of their own."""
+    test_seed: int = 0
+    """Seed of the test draw, apart from the run's seed, so that runs with other seeds share one test."""
+
+
 SEARCH_TRAIN_DEFAULTS = {"tasks_per_step": 4, "group_size": 4, "save_rollouts": False, "keep_checkpoints": 1}
 """Where a search's w-phase departs from `coevo train`'s GRPOSpec defaults: small steps (one step is
 tasks_per_step x group_size episodes on CPU), no rollout files, one checkpoint kept per phase."""
@@ -97,6 +111,17 @@ class SearchConfig(BaseModel):
     options given here are laid over SEARCH_TRAIN_DEFAULTS; GRPOSpec's own defaults fill in the rest."""
     overrides: dict[str, Any] = {}
     """Fixed dotted-path overrides applied to the base harness before anything runs."""
+    splits: Splits = Splits()
+    """Promotion and test sizes (the evolve set is the dev subset of `plan.dev_tasks`)."""
+    margin: float = Field(0.0, ge=0)
+    """The ratchet promotes a candidate when it wins more promotion tasks than it loses and the lower
+    bound of its paired 95% interval is above this margin."""
+    arms: bool = True
+    """Run the fair single-lever arms (harness-only: the run's h-trial budget on generation 0;
+    weights-only: its GRPO steps from generation 0 under the base harness). Off: the table says so."""
+    greedy: bool = True
+    """Score every pair with greedy decoding (training still samples): the harness lever then cannot be
+    a copy of the weights lever's sharpening. A space may search decoding.* only with greedy: false."""
     objective: Literal["pass_at_1", "mean_reward"] = "pass_at_1"
     """What trials maximise and the incumbent test compares per task: pass@1, or the verifiers' partial
     credit (mean of reward.json checks; a signal where a weak model passes nothing yet)."""
@@ -156,7 +181,7 @@ def make_plan(config: SearchConfig, n_train: int, n_dev: int, n_test: int, n_tra
         warmstart_epochs=max(1.0, round(4 * b, 1)),
         warmstart_augment=round(default_augment(config.tasks) * b),
         dev_tasks=min(n_dev, max(8, round(16 * b))),
-        test_tasks=n_test,  # all of them: `coevo eval --bundle ... --split test` then sees the same tasks
+        test_tasks=max(n_test, config.splits.test),  # all: `coevo eval --bundle` then sees the same tasks
         train_tasks=min(n_train, max(16, round(48 * b))),
         batches=4 if config.pruning else 1,
         samples=1,

@@ -39,11 +39,14 @@ class Evaluator:
                  source: str, task_batches: list[list] | None = None, trial=None, tags: dict | None = None,
                  train: dict | None = None) -> tuple[Pair, Any]:
         """Score a pair (dev batches by default) in its own MLflow run; raises Pruned or the failure."""
+        from coevo.harness.fingerprint import fingerprint
+
         config, tracker = self.inputs.config, self.tracker
         run_id = tracker.start(name, parent, {"phase": name.split()[0], "generation": generation,
                                               "checkpoint": checkpoint, "source": source, **(tags or {})})
         try:
-            harness = self.inputs.harness(overrides)
+            harness = self.inputs.scoring_harness(overrides)
+            tracker.tags(run_id, {"harness_fingerprint": fingerprint(harness)})
             params = {k: v for k, v in flatten(harness.model_dump(mode="json")).items()
                       if k not in ("name", "description", "prompts_dir")}
             tracker.params(run_id, {**params, **{f"train.{k}": v for k, v in (train or {}).items()}})
@@ -69,6 +72,8 @@ class Evaluator:
     def _record(self, run_id: str, harness, report, overrides: dict[str, Any], checkpoint: str, generation: int,
                 source: str, train: dict | None) -> Pair:
         """The finished evaluation's artifacts and summary in MLflow, and its Pair for the state."""
+        from coevo.harness.fingerprint import fingerprint
+
         self.tracker.summary(run_id, report)
         self.tracker.evaluation(run_id, harness, report)
         self.tracker.tags(run_id, {"state": "COMPLETE"})
@@ -78,4 +83,4 @@ class Evaluator:
         self.tracker.metrics(run_id, {"objective": value})
         return Pair(overrides=overrides, train=train or {}, checkpoint=checkpoint, generation=generation,
                     source=source, score=value, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
-                    per_task=per_task, mlflow_run=run_id)
+                    per_task=per_task, mlflow_run=run_id, fingerprint=fingerprint(harness))

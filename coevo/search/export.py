@@ -15,6 +15,7 @@ from coevo.bundle import check_target, write_bundle
 from coevo.outcomes import SUMMARY_METRICS
 from coevo.search.errors import SearchError
 from coevo.search.final import ROWS
+from coevo.search.inputs import GREEDY
 from coevo.search.tracking import store_of
 
 PACKAGES = ("torch", "transformers", "trl", "optuna", "mlflow", "pydantic")
@@ -34,7 +35,9 @@ def export_bundle(run_folder: Path, out: Path, row: str = "co-evolved", register
     out = Path(out)
     check_target(out)
     record = state.test[row]
-    harness = load_harness(config.harness).with_overrides({**config.overrides, **record["overrides"]})
+    # The harness the row was scored under: greedy decoding too, unless the search opted out of it.
+    scoring = GREEDY if config.greedy else {}
+    harness = load_harness(config.harness).with_overrides({**config.overrides, **record["overrides"], **scoring})
     report = bundle_report(config, state, row, record, run_folder)
     write_bundle(out, harness, Path(record["checkpoint"]), report, _readme(report))
     version = register_bundle(config, run_folder, state, out, register) if register else None
@@ -45,11 +48,16 @@ def bundle_report(config, state, row: str, record: dict, run_folder: Path) -> di
     keep = (*SUMMARY_METRICS, "gain", "gain_low", "gain_high")
     incumbent = state.incumbent
     test_tasks = sorted(record["per_task"])
+    # The drawn test of a generated suite lives in the run folder; other folders keep their test split.
+    drawn = run_folder / "splits" / "test"
+    tasks = drawn if (drawn / "manifest.json").is_file() else config.tasks
     return {
         "pair": row,
         "test": {k: record.get(k) for k in keep},
         "table": {r: {k: state.test[r].get(k) for k in keep} for r in ROWS if r in state.test},
         "per_task": record["per_task"],
+        "fingerprint": record.get("fingerprint", ""),
+        "verdict": state.verdict,
         "dev": {"objective": config.objective, "score": incumbent.score, "pass_at_1": incumbent.pass_at_1,
                 "ci_low": incumbent.ci_low, "ci_high": incumbent.ci_high}
         if row == "co-evolved" else None,
@@ -60,11 +68,11 @@ def bundle_report(config, state, row: str, record: dict, run_folder: Path) -> di
             "overrides": record.get("overrides"), "base_harness": str(config.harness), "schedule": config.schedule,
             "budget": config.budget, "seed": config.seed, "samples": state_samples(run_folder),
             "policy": config.policy or "the checkpoint (local HF model)",
-            "tasks": {"path": str(config.tasks), "sha256": taskset_hash(config.tasks), "split": "test",
+            "tasks": {"path": str(tasks), "sha256": taskset_hash(tasks), "split": "test",
                       "count": len(test_tasks), "names": test_tasks},
             "versions": versions(),
         },
-        "reproduce": f"coevo eval --bundle DIR --tasks {config.tasks} --split test --seed {config.seed} "
+        "reproduce": f"coevo eval --bundle DIR --tasks {tasks} --split test --seed {config.seed} "
                      f"--samples {state_samples(run_folder)}",
     }
 

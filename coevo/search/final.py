@@ -1,13 +1,16 @@
-"""The held-out table that ends every search: four pairs scored on the test split, each with its 95%
-interval, and each one's paired gain over the baseline (in the search's objective).
+"""The table that ends every search, scored on the test tasks only (never seen by a trial or a promotion).
 
-    baseline       base harness x generation-0 checkpoint (the warm start, or the given model)
-    harness-only   the harness accepted for the generation-0 checkpoint x that checkpoint
-    weights-only   base harness x the last trained checkpoint
-    co-evolved     the incumbent pair (accepted harness x accepted checkpoint)
+    baseline       base harness x generation 0 (the warm start, or the given model)       = (H0, M0)
+    harness-only   the fair arm: the run's h-trial budget, all on generation 0
+    weights-only   the fair arm: the run's GRPO steps from generation 0 under the base harness
+    co-evolved     the incumbent (accepted harness x accepted checkpoint)                  = (H*, M*)
+    final harness on g0                    = (H*, M0)   } the 2x2's
+    base harness on the final checkpoint   = (H0, M*)   } other cells
 
-Under the table, the verdict the search exists for: co-evolved's paired gain over each single-lever row, and
-whether both intervals clear zero.
+Every distinct pair is scored once on the in-distribution test and once on the held-out block, and each
+result is saved as it lands, so a resumed run scores nothing twice. Then: each row's paired gain over
+the baseline; the 2x2's harness effect, model effect and interaction (coevo.evaluate.stats.two_by_two);
+and the verdict: does co-evolved beat both fair arms beyond the paired 95% interval?
 """
 
 from __future__ import annotations
@@ -16,103 +19,120 @@ from typing import Any
 
 from coevo.outcomes import SUMMARY_METRICS
 from coevo.search import plots
+from coevo.search.arms import HARNESS_ARM, WEIGHTS_ARM
 from coevo.search.context import RunContext
-from coevo.search.state import RunState
+from coevo.search.final_table import H0_M_STAR, H_STAR_M0, markdown
+from coevo.search.state import Pair, RunState
 
-ROWS = ("baseline", "harness-only", "weights-only", "co-evolved")
-SINGLE_LEVERS = ("harness-only", "weights-only")
-
-
-def row_pairs(state: RunState) -> dict[str, tuple[dict, str, int, str]]:
-    """Row -> (harness overrides, checkpoint, generation, where the harness comes from)."""
-    ckpts = state.checkpoints
-    h_only = state.harness_only or state.baseline
-    inc = state.incumbent
-    return {"baseline": ({}, ckpts[0], 0, "base harness"),
-            "harness-only": (h_only.overrides, ckpts[0], 0, h_only.source.split(" on g")[0]),
-            "weights-only": ({}, ckpts[-1], len(ckpts) - 1, "base harness"),
-            "co-evolved": (inc.overrides, inc.checkpoint, inc.generation, inc.source.split(" on g")[0])}
+ROWS = ("baseline", HARNESS_ARM, WEIGHTS_ARM, "co-evolved", H_STAR_M0, H0_M_STAR)
+ARMS = (HARNESS_ARM, WEIGHTS_ARM)
+MIN_TASKS = 30
+"""Below this many tasks a split is too small to decide anything: the table says so."""
 
 
-def test_table(ctx: RunContext, run_id: str) -> dict[str, dict[str, Any]]:
-    """Score each row on the test split (a resumed run skips the rows it has), then the gains and the
-    verdict, logged to MLflow under the parent run and printed."""
+def row_pairs(state: RunState) -> dict[str, Pair]:
+    """Row -> the pair it scores (the arms only when they ran)."""
+    base, inc = state.baseline, state.incumbent
+    g0 = base.checkpoint
+    rows = {"baseline": base, **{arm: state.arms[arm] for arm in ARMS if arm in state.arms}, "co-evolved": inc,
+            H_STAR_M0: inc.model_copy(update={"checkpoint": g0, "generation": 0}),
+            H0_M_STAR: base.model_copy(update={"checkpoint": inc.checkpoint, "generation": inc.generation,
+                                               "source": "base harness"})}
+    return rows
+
+
+def test_table(ctx: RunContext, name: str, run_id: str) -> dict[str, dict[str, Any]]:
+    """Score the rows (a resumed run skips what it has), then gains, the 2x2 and the verdict, logged to
+    MLflow under the parent run and printed."""
     state = ctx.ledger.state
-    for row, (overrides, ckpt, gen, origin) in row_pairs(state).items():
-        if row in state.test:
-            continue
-        key = repr((sorted(overrides.items()), ckpt))  # identical pairs are scored once
-        same = next((r for r, v in state.test.items() if v["key"] == key), None)
-        if same is None:
-            pair, report = ctx.evaluator.evaluate(f"test {row}", run_id, overrides, ckpt, gen, origin,
-                                                  task_batches=[ctx.inputs.test], tags={"row": row})
-            record = {**pair.model_dump(), "key": key, **{k: getattr(report.overall, k) for k in SUMMARY_METRICS}}
-        else:
-            record = {**state.test[same], "same_as": same}
-        state.test[row] = record
-        ctx.ledger.save()
-    _gains(ctx, state)
-    text = markdown(state.test, len(ctx.inputs.test), ctx.inputs.config.objective)
+    for row, pair in row_pairs(state).items():
+        _score_row(ctx, run_id, row, pair)
+    state.verdict = conclude(state, ctx.inputs.config.seed, ctx.inputs.sizes(), ctx.inputs.config.arms)
+    _log(ctx, state)
+    text = markdown(state, ctx.inputs)
     ctx.tracker.text(state.parent_run, text, "test_table.md")
-    ctx.tracker.text(state.parent_run, _json(state.test), "test_table.json")
+    ctx.tracker.text(state.parent_run, _json(state), "test_table.json")
     plots.log_capability(ctx.tracker, state.parent_run, state.history, state.test)
+    plots.log_two_by_two(ctx.tracker, state.parent_run, state.test, state.verdict)
     ctx.ledger.save()
     ctx.log(text)
     return state.test
 
 
-def _gains(ctx: RunContext, state: RunState) -> None:
-    """Each row's paired gain over the baseline, and co-evolved's over each single lever (the verdict)."""
-    from coevo.evaluate import paired_bootstrap
-
-    seed = ctx.inputs.config.seed
-    base = state.test["baseline"]["per_task"]
-    for row, record in state.test.items():
-        record["gain"], record["gain_low"], record["gain_high"] = paired_bootstrap(base, record["per_task"], seed=seed)
-        ctx.tracker.metrics(state.parent_run, {f"test/{row}/{k}": record[k] for k in (
-            "pass_at_1", "ci_low", "ci_high", "mean_reward", "gain", "gain_low", "gain_high")})
-    co = state.test["co-evolved"]
-    co["vs"] = {row: paired_bootstrap(state.test[row]["per_task"], co["per_task"], seed=seed)
-                for row in SINGLE_LEVERS}
-    co["beats_single_levers"] = all(low > 0 for _, low, _ in co["vs"].values())
-    ctx.tracker.metrics(state.parent_run, {
-        "test/co-evolved/beats_single_levers": float(co["beats_single_levers"]),
-        **{f"test/co-evolved/vs_{row}/{k}": v for row, gain in co["vs"].items()
-           for k, v in zip(("gain", "gain_low", "gain_high"), gain, strict=True)}})
-
-
-def markdown(test: dict[str, dict], n_tasks: int, objective: str = "pass_at_1") -> str:
-    name = "pass@1" if objective == "pass_at_1" else "reward"
-    title = (f"Held-out test split ({n_tasks} tasks): pass@1 with its 95% bootstrap interval; gain over the "
-             f"baseline in the search objective ({name}) with its paired-bootstrap interval.")
-    lines = [title, "",
-             f"| pair | harness | checkpoint | pass@1 [95% CI] | {name} gain vs baseline [95% CI] | reward | turns |",
-             "|---|---|---|---|---|---|---|"]
-    for row in ROWS:
-        r = test.get(row)
-        if r is None:
-            continue
-        harness = "base" if not r["overrides"] else f"{r['source']} ({len(r['overrides'])} fields searched)"
-        gain = "—" if row == "baseline" else f"{r['gain']:+.3f} [{r['gain_low']:+.3f}, {r['gain_high']:+.3f}]"
-        lines.append(f"| {row} | {harness} | g{r['generation']} | {r['pass_at_1']:.3f} [{r['ci_low']:.3f}, "
-                     f"{r['ci_high']:.3f}] | {gain} | {r['mean_reward']:.3f} | {r['mean_turns']:.1f} |")
-    co = test.get("co-evolved", {})
-    if "vs" in co:
-        lines += ["", verdict(co, name)]
-    return "\n".join(lines) + "\n"
+def _score_row(ctx: RunContext, run_id: str, row: str, pair: Pair) -> None:
+    """The row's test record, then its held-out block; identical pairs share one evaluation."""
+    state, inputs = ctx.ledger.state, ctx.inputs
+    key = repr((sorted(pair.overrides.items()), pair.checkpoint))
+    same = next((r for r, v in state.test.items() if v["key"] == key and r != row), None)
+    if row not in state.test:
+        if same is not None:
+            state.test[row] = {**state.test[same], "same_as": same}
+        else:
+            scored, report = ctx.evaluator.evaluate(f"test {row}", run_id, pair.overrides, pair.checkpoint,
+                                                    pair.generation, pair.source, task_batches=[inputs.test],
+                                                    tags={"row": row, "role": "test"})
+            state.test[row] = {**scored.model_dump(), "key": key,
+                               **{k: getattr(report.overall, k) for k in SUMMARY_METRICS}}
+        ctx.ledger.save()
+    record = state.test[row]
+    if inputs.held_out and "held_out" not in record:
+        if same is not None and "held_out" in state.test[same]:
+            record["held_out"] = state.test[same]["held_out"]
+        else:
+            scored, report = ctx.evaluator.evaluate(f"held-out {row}", run_id, pair.overrides, pair.checkpoint,
+                                                    pair.generation, pair.source, task_batches=[inputs.held_out],
+                                                    tags={"row": row, "role": "held_out"})
+            record["held_out"] = {"per_task": scored.per_task, "score": scored.score,
+                                  **{k: getattr(report.overall, k) for k in SUMMARY_METRICS}}
+        ctx.ledger.save()
 
 
-def verdict(co: dict, name: str) -> str:
-    """One sentence: co-evolved against each single lever (paired, same tasks and seeds), and why not."""
-    versus = "; ".join(f"vs {row} {g:+.3f} [{lo:+.3f}, {hi:+.3f}]" for row, (g, lo, hi) in co["vs"].items())
-    if co["beats_single_levers"]:
-        return f"Co-evolved beats both single levers beyond the paired 95% interval ({name}: {versus})."
-    why = (f": it is the {co['same_as']} pair, as no later pair cleared the acceptance test on dev"
-           if co.get("same_as") else "")
-    return f"Co-evolved does not beat both single levers beyond the paired 95% interval{why} ({name}: {versus})."
+def conclude(state: RunState, seed: int, sizes: dict[str, int], arms: bool) -> dict[str, Any]:
+    """Gains over the baseline, the 2x2, the verdict against the fair arms, and warnings."""
+    from coevo.evaluate.stats import paired_gain, two_by_two
+
+    test = state.test
+    base = test["baseline"]["per_task"]
+    for record in test.values():
+        g = paired_gain(base, record["per_task"], seed=seed)
+        record["gain"], record["gain_low"], record["gain_high"] = g.gain, g.low, g.high
+    effects = two_by_two(base, test[H0_M_STAR]["per_task"], test[H_STAR_M0]["per_task"],
+                         test["co-evolved"]["per_task"], seed=seed)
+    versus = {arm: paired_gain(test[arm]["per_task"], test["co-evolved"]["per_task"], seed=seed).__dict__
+              for arm in ARMS if arm in test}
+    beats = bool(versus) and len(versus) == len(ARMS) and all(v["low"] > 0 for v in versus.values())
+    warnings = []
+    for role in ("test", "promotion"):
+        if sizes[role] < MIN_TASKS:
+            warnings.append(f"the {role} split has only {sizes[role]} tasks (fewer than {MIN_TASKS}): too few to "
+                            "decide")
+    if all(len(set(r["per_task"].values())) <= 1 for r in test.values()):
+        warnings.append("every pair scored all test tasks alike (no variance): the test cannot tell pairs apart")
+    if not arms:
+        warnings.append("the fair single-lever arms were skipped (arms: false): the table lacks them, "
+                        "and there is no verdict")
+    return {"effects": effects, "versus": versus, "beats_both_arms": beats, "warnings": warnings}
 
 
-def _json(test: dict) -> str:
+def _log(ctx: RunContext, state: RunState) -> None:
+    parent, v = state.parent_run, state.verdict
+    metrics = {f"test/{row}/{k}": r[k] for row, r in state.test.items()
+               for k in ("pass_at_1", "ci_low", "ci_high", "mean_reward", "score", "gain", "gain_low", "gain_high")}
+    metrics |= {f"held_out/{row}/{k}": r["held_out"][k] for row, r in state.test.items() if "held_out" in r
+                for k in ("pass_at_1", "ci_low", "ci_high", "mean_reward")}
+    metrics |= {f"test/2x2/{name}{suffix}": value for name, triple in v["effects"].items()
+                for suffix, value in zip(("", "_low", "_high"), triple, strict=True)}
+    metrics |= {f"test/co-evolved/vs_{arm}/{k}": g[k] for arm, g in v["versus"].items()
+                for k in ("gain", "low", "high", "wins", "losses", "ties")}
+    metrics["test/co-evolved/beats_both_arms"] = float(v["beats_both_arms"])
+    metrics |= {f"wall_seconds/{phase}": s for phase, s in state.timings.items()}
+    ctx.tracker.metrics(parent, metrics)
+    ctx.tracker.tags(parent, {"warnings": " | ".join(v["warnings"]) or "none"})
+
+
+def _json(state: RunState) -> str:
     import json
 
-    return json.dumps({row: {k: v for k, v in r.items() if k != "key"} for row, r in test.items()}, indent=1)
+    rows = {row: {k: v for k, v in r.items() if k != "key"} for row, r in state.test.items()}
+    return json.dumps({"rows": rows, "verdict": state.verdict, "history": state.history,
+                       "timings": state.timings}, indent=1)

@@ -1,6 +1,6 @@
-"""The h-phase: an Optuna study over the space's harness keys, each trial scored on dev with the newest
-checkpoint; the best trial then challenges the incumbent, and the top-k harnesses become the pool that
-the next w-phase re-scores on its new checkpoint."""
+"""The h-phase: an Optuna study over the space's harness keys, each trial scored on the evolve set (dev)
+with the incumbent's checkpoint; the best trial then challenges the incumbent on the promotion tasks, and
+the top-k harnesses become the pool that the next w-phase re-scores on its new checkpoint."""
 
 from __future__ import annotations
 
@@ -24,10 +24,8 @@ def harness_phase(ctx: RunContext, name: str, run_id: str) -> None:
     optimize_until(study, plan.trials + seeded.data["trials"], objective, config.grace_period,
                    wait_for_stale=ctx.resume)
     top = [pair_of(t, ctx, name) for t in top_trials(study, plan.top_k)]
-    accepted = bool(top) and ctx.incumbent.challenge(Candidate(top[0], name)).accepted
+    accepted = bool(top) and ctx.incumbent.challenge(Candidate(top[0], name), run_id, "challenge").accepted
     ledger.state.pool = top
-    if ledger.generation == 0 and ledger.state.harness_only is None:
-        ledger.state.harness_only = ledger.state.incumbent
     trials = study.get_trials(deepcopy=False)
     ctx.tracker.metrics(run_id, {"trials": len(trials), "best_objective": top[0].score if top else 0.0,
                                  "pruned": sum(t.state.name == "PRUNED" for t in trials),
@@ -40,8 +38,11 @@ class HarnessObjective:
     """One h-phase trial: sample a harness, score it on dev batches (pruned when weak). A failure is the
     trial's score of 0 with its cause recorded (Optuna user attr + MLflow tag), never a crash of the run."""
 
-    def __init__(self, ctx: RunContext, name: str, run_id: str, study_name: str):
+    def __init__(self, ctx: RunContext, name: str, run_id: str, study_name: str, start: Pair | None = None):
         self.ctx, self.name, self.run_id, self.study_name = ctx, name, run_id, study_name
+        self.start = start
+        """The pair whose checkpoint trials run on; None: the incumbent's at each trial (a rejected
+        checkpoint is never searched on)."""
         self.calls = 0
         """Trials this process ran (a `--join` worker reports it)."""
 
@@ -58,8 +59,9 @@ class HarnessObjective:
         tags = {"trial": trial.number, "study": self.study_name, **({"retry_of": retry} if retry is not None else {})}
         label = f"{self.name} #{trial.number}"
         try:
-            pair, report = ctx.evaluator.evaluate(label, self.run_id, values, ctx.ledger.checkpoint,
-                                                  ctx.ledger.generation, label, trial=trial, tags=tags)
+            start = self.start or ctx.incumbent.pair
+            pair, report = ctx.evaluator.evaluate(label, self.run_id, values, start.checkpoint,
+                                                  start.generation, label, trial=trial, tags=tags)
         except Pruned as p:
             trial.set_user_attr("episodes", p.partial.overall.episodes)
             ctx.log(f"{label}: {p}")
@@ -84,7 +86,7 @@ def seed_pool(ctx: RunContext, study) -> int:
 
     added = 0
     for pair in ctx.ledger.state.pool:
-        if pair.checkpoint != ctx.ledger.checkpoint or not pair.overrides:
+        if pair.checkpoint != ctx.incumbent.pair.checkpoint or not pair.overrides:
             continue
         dists = ctx.inputs.space.distributions(pair.overrides)
         params = {k: v for k, v in pair.overrides.items() if k in dists}
@@ -100,11 +102,13 @@ def seed_pool(ctx: RunContext, study) -> int:
     return added
 
 
-def pair_of(trial, ctx: RunContext, phase: str) -> Pair:
-    """A finished trial as a Pair on the newest checkpoint (seeded trials keep their own source)."""
+def pair_of(trial, ctx: RunContext, phase: str, start: Pair | None = None) -> Pair:
+    """A finished trial as a Pair on `start`'s checkpoint, by default the incumbent's (seeded trials keep
+    their own source)."""
     attrs = trial.user_attrs
-    return Pair(overrides=ctx.inputs.space.resolve(trial.params), checkpoint=ctx.ledger.checkpoint,
-                generation=ctx.ledger.generation, source=attrs.get("source", f"{phase} #{trial.number}"),
+    start = start or ctx.incumbent.pair
+    return Pair(overrides=ctx.inputs.space.resolve(trial.params), checkpoint=start.checkpoint,
+                generation=start.generation, source=attrs.get("source", f"{phase} #{trial.number}"),
                 score=trial.value, pass_at_1=attrs.get("pass_at_1", 0.0), ci_low=attrs.get("ci_low", 0.0),
                 ci_high=attrs.get("ci_high", 0.0), per_task=attrs.get("per_task", {}),
                 mlflow_run=attrs.get("mlflow_run"), trial=trial.number)

@@ -1,16 +1,25 @@
 """What a search config resolves to before any work: the base harness, the space, the plan, the phases of
-the schedule, and the task subsets each role uses. Fixed for the whole run (a resumed run resolves the
-same config to the same inputs: every subset is drawn with the config's seed)."""
+the schedule, and the tasks of each role. Fixed for the whole run (a resumed run resolves the same config
+to the same inputs: every subset is drawn with the config's seed, and drawn task folders are read back
+from the run folder).
+
+The roles (coevo/search/splits.py), each used for one thing only: the evolve set (dev) scores trials and
+is all Optuna sees; the promotion set accepts or rejects candidates; the test set and the held-out block
+make the final table."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from coevo.search.config import Plan, SearchConfig, make_plan
 from coevo.search.errors import SearchError
 from coevo.search.schedule import parse_schedule
 from coevo.search.scoring import batches, stratified
+from coevo.search.splits import check_disjoint, resolve_splits
+
+GREEDY = {"decoding.temperature": 0.0}
+"""What greedy scoring lays over a pair's harness (training keeps the harness's own decoding)."""
 
 
 @dataclass(frozen=True)
@@ -30,10 +39,25 @@ class Inputs:
     dev_batches: list[list]
     """`dev` in batches that mix the families: the pruning points."""
     test: list
-    """Test tasks of the final table."""
+    """In-distribution test tasks of the final table."""
+    promotion: list = field(default_factory=list)
+    """Tasks that accept or reject a candidate; disjoint from dev and test, and never used to choose."""
+    held_out: list = field(default_factory=list)
+    """Test tasks of families never trained on: their own block of the final table."""
+    origin: dict[str, str] = field(default_factory=dict)
+    """Where each role's tasks come from, in words."""
 
     def harness(self, overrides: dict[str, Any]):
+        """The harness a pair trains under."""
         return self.base.with_overrides(overrides) if overrides else self.base
+
+    def scoring_harness(self, overrides: dict[str, Any]):
+        """The harness a pair is scored (and exported) under: greedy decoding unless the config opts out."""
+        return self.base.with_overrides({**overrides, **(GREEDY if self.config.greedy else {})})
+
+    def sizes(self) -> dict[str, int]:
+        return {"evolve": len(self.dev), "promotion": len(self.promotion), "test": len(self.test),
+                "held_out": len(self.held_out), "train": len(self.train)}
 
 
 def load_inputs(config: SearchConfig) -> Inputs:
@@ -46,6 +70,7 @@ def load_inputs(config: SearchConfig) -> Inputs:
     if config.overrides:
         base = base.with_overrides(config.overrides)
     space = load_space(config.space, base)
+    check_greedy(config, space)
     taskset = load_taskset(config.tasks)
     splits = {s: taskset.split(s) for s in ("train", "dev", "test")}
     empty = [s for s, tasks in splits.items() if not tasks]
@@ -53,8 +78,21 @@ def load_inputs(config: SearchConfig) -> Inputs:
         raise SearchError(f"{config.tasks}: no tasks in split(s) {', '.join(empty)}; the search needs train, "
                           "dev and test (see manifest.json)")
     plan = make_plan(config, *(len(splits[s]) for s in ("train", "dev", "test")), len(space.train_params))
-    dev = stratified(splits["dev"], plan.dev_tasks, config.seed)
+    roles = resolve_splits(config.tasks, config.run_dir, stratified(splits["dev"], plan.dev_tasks, config.seed),
+                           config.splits.test, config.splits.promotion, config.seed, config.splits.test_seed)
+    check_disjoint(roles, f"search config '{config.name}' ({config.tasks})")
     return Inputs(config=config, base=base, space=space, plan=plan, phases=phases,
-                  train=stratified(splits["train"], plan.train_tasks, config.seed), dev=dev,
-                  dev_batches=batches(dev, plan.batches, config.seed),
-                  test=stratified(splits["test"], plan.test_tasks, config.seed))
+                  train=stratified(splits["train"], plan.train_tasks, config.seed), dev=roles.evolve,
+                  dev_batches=batches(roles.evolve, plan.batches, config.seed),
+                  test=stratified(roles.test, plan.test_tasks, config.seed), promotion=roles.promotion,
+                  held_out=roles.held_out, origin=roles.origin)
+
+
+def check_greedy(config: SearchConfig, space) -> None:
+    """Under greedy scoring a decoding dimension would change nothing that is scored: an error, not a
+    search that silently wastes its trials."""
+    keys = [p.path for p in space.params if p.path.startswith("decoding.")]
+    if config.greedy and keys:
+        raise SearchError(f"{config.space}: {', '.join(keys)}: scoring is greedy (the search config's `greedy: "
+                          "true`), so decoding is not a harness dimension; remove the key(s), or set "
+                          "`greedy: false` in the search config")

@@ -45,6 +45,7 @@ def log_capability(tracker, run_id: str, history: list[dict], test: dict[str, di
     """Left: the incumbent's dev pass@1 (with CI) after each phase, by generation. Right: the test table."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    history = [h for h in history if not h["phase"].startswith("arm")]  # the arms are not the incumbent's
     xs = list(range(len(history)))
     ys = [h["pass_at_1"] for h in history]
     err = [[y - h["ci_low"] for y, h in zip(ys, history)], [h["ci_high"] - y for y, h in zip(ys, history)]]
@@ -54,7 +55,7 @@ def log_capability(tracker, run_id: str, history: list[dict], test: dict[str, di
         left.plot(xs, scores, marker="s", linestyle="--", label="objective (partial credit)")
     left.legend(loc="upper left")
     left.set_xticks(xs, [f"{h['phase']}\ng{h['generation']}" + ("*" if h["accepted"] else "") for h in history])
-    left.set_ylabel("dev pass@1 of the incumbent")
+    left.set_ylabel("evolve (dev) pass@1 of the incumbent")
     left.set_title("capability per generation (* = new pair accepted)")
     left.set_ylim(-0.02, 1.02)
     rows = list(test)
@@ -62,6 +63,26 @@ def log_capability(tracker, run_id: str, history: list[dict], test: dict[str, di
     right.bar(rows, vals, yerr=[[v - test[r]["ci_low"] for v, r in zip(vals, rows)],
                                 [test[r]["ci_high"] - v for v, r in zip(vals, rows)]], capsize=4)
     right.set_ylim(0, 1.02)
-    right.set_title("held-out test pass@1 (95% CI)")
+    right.set_title("test pass@1 (95% CI)")
+    right.tick_params(axis="x", labelrotation=20)
     tracker.figure(run_id, fig, "plots/capability.png")
+    plt.close(fig)
+
+
+def log_two_by_two(tracker, run_id: str, test: dict[str, dict], verdict: dict) -> None:
+    """The 2x2 as an interaction plot: one line per harness across the two checkpoints. Parallel lines
+    mean the levers add; a steeper line for the final harness is a positive interaction."""
+    from coevo.search.final_table import H0_M_STAR, H_STAR_M0
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for label, rows in (("base harness (H0)", ("baseline", H0_M_STAR)),
+                        ("final harness (H*)", (H_STAR_M0, "co-evolved"))):
+        ax.plot([0, 1], [test[r]["score"] for r in rows], marker="o", label=label)
+    ax.set_xticks([0, 1], ["generation 0 (M0)", "final checkpoint (M*)"])
+    value, low, high = verdict["effects"]["interaction"]
+    ax.set_title(f"test score, 2x2: interaction {value:+.3f} [{low:+.3f}, {high:+.3f}]")
+    ax.set_ylabel("search objective on the test tasks")
+    ax.legend()
+    tracker.figure(run_id, fig, "plots/two_by_two.png")
     plt.close(fig)

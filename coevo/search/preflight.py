@@ -50,12 +50,14 @@ def check_config(c: Context) -> str:
 
 
 def check_space(c: Context) -> str:
+    from coevo.search.inputs import check_greedy
     from coevo.search.space import split_overrides
     from coevo.search.space_check import load_space
     from coevo.train.grpo_spec import GRPOSpec
 
     _need(c.base, "config")
     c.space = load_space(c.config.space, c.base)
+    check_greedy(c.config, c.space)
     for p in c.space.params:  # one value of each dimension, with its `when` conditions met, rendered
         values = {k: (v[0] if isinstance(v, list) else v) for k, v in p.when.items()}
         values[p.path] = p.samples()[0]

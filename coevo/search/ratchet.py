@@ -1,23 +1,26 @@
-"""The incumbent, the candidates that challenge it, and the rule that decides.
+"""The incumbent, the candidates that challenge it, and the rule that decides: a ratchet that promotes one
+component at a time, on tasks that never chose the candidate.
 
-The incumbent is the accepted (harness, checkpoint) pair of a run. A phase proposes a `Candidate` (the best
-trial of an h-phase, the best re-scored harness on a new checkpoint); `accept` compares the two on the
-tasks both were scored on; only `Incumbent.challenge` replaces the incumbent, and it logs every decision,
-accepted or not, in the run's history. A new phase, split or rule changes one of these three, not the
-phases that call them.
+A phase proposes a `Candidate`: the best trial of an h-phase (a new harness), the trained checkpoint of
+a w-phase under the incumbent's harness (new weights), or the best re-scored harness on an accepted
+checkpoint. The candidate was chosen by its evolve (dev) score, so that score is biased upwards (the best
+of N noisy trials looks better than it is). `Incumbent.challenge` therefore scores both pairs again on
+the frozen promotion tasks and promotes the candidate only when it wins more of them than it loses and the
+lower bound of its paired 95% interval clears the margin. Every decision, accepted or not, goes into the
+run's history with its wins, losses, ties, gain and interval.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from coevo.search.state import Ledger, Pair
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A pair a phase proposes in place of the incumbent, with the scores it was chosen on."""
+    """A pair a phase proposes in place of the incumbent, with the evolve scores it was chosen on."""
 
     pair: Pair
     phase: str
@@ -26,28 +29,40 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Decision:
-    """The candidate's paired gain over the incumbent, its 95% interval, and the verdict."""
+    """The candidate against the incumbent on the promotion tasks, and the verdict."""
 
     gain: float
     low: float
     high: float
+    wins: int
+    losses: int
+    ties: int
     accepted: bool
+    error: str | None = None
+    """Why the candidate could not be scored (then it is rejected)."""
 
 
-def accept(incumbent: Pair, candidate: Pair, seed: int) -> Decision:
-    """The acceptance rule: a paired bootstrap over the tasks both were scored on, accepting only a gain
-    whose 95% interval lies above zero (a lucky draw within the noise band keeps the incumbent)."""
-    from coevo.evaluate import paired_bootstrap
+def accept(incumbent: dict[str, float], candidate: dict[str, float], seed: int, margin: float) -> Decision:
+    """The promotion rule, on per-task scores of the promotion tasks."""
+    from coevo.evaluate.stats import paired_gain
 
-    gain, low, high = paired_bootstrap(incumbent.per_task, candidate.per_task, seed=seed)
-    return Decision(gain, low, high, accepted=low > 0)
+    g = paired_gain(incumbent, candidate, seed=seed)
+    return Decision(g.gain, g.low, g.high, g.wins, g.losses, g.ties, accepted=g.clears(margin))
+
+
+def pair_key(pair: Pair) -> str:
+    """What makes two pairs the same pair: the harness overrides and the checkpoint."""
+    return repr((sorted(pair.overrides.items()), pair.checkpoint))
 
 
 class Incumbent:
-    """The accepted pair of a run, kept in its ledger (state.json), and the history of challenges to it."""
+    """The accepted pair of a run, kept in its ledger (state.json); promotion scores are cached there too,
+    so a resumed run never scores a pair on the promotion tasks twice."""
 
-    def __init__(self, ledger: Ledger, seed: int, log: Callable[[str], None]):
-        self.ledger, self.seed, self.log = ledger, seed, log
+    def __init__(self, ledger: Ledger, evaluator, promotion: list, seed: int, margin: float,
+                 log: Callable[[str], None]):
+        self.ledger, self.evaluator, self.promotion = ledger, evaluator, promotion
+        self.seed, self.margin, self.log = seed, margin, log
 
     @property
     def pair(self) -> Pair:
@@ -57,25 +72,59 @@ class Incumbent:
         """The baseline is the first incumbent: every later pair has to beat it."""
         state = self.ledger.state
         state.baseline = state.incumbent = baseline
-        state.history.append(self._point("start", "baseline", Decision(0.0, 0.0, 0.0, True)))
+        state.history.append(self._point("start", "baseline", Decision(0.0, 0.0, 0.0, 0, 0, 0, True)))
 
-    def challenge(self, candidate: Candidate) -> Decision:
-        """Decide, replace the incumbent when the candidate is accepted, and log the decision either way."""
-        incumbent, pair = self.pair, candidate.pair
-        decision = accept(incumbent, pair, self.seed)
-        verdict = "accepted" if decision.accepted else "kept the incumbent"
-        self.log(f"{candidate.phase}: {pair.source} {pair.brief()} vs incumbent {incumbent.source} "
-                 f"{incumbent.brief()}: gain {decision.gain:+.3f} [{decision.low:+.3f}, {decision.high:+.3f}] "
-                 f"-> {verdict}")
+    def challenge(self, candidate: Candidate, run_id: str, step: str) -> Decision:
+        """Decide on the promotion tasks; replace the incumbent when accepted; log the decision either way.
+        `step` names the decision in the phase's ledger, so a resumed phase does not decide twice."""
+        done = self.ledger.step(step)
+        if done is not None:
+            return Decision(**done.data["decision"])
+        incumbent = self.pair
+        decision = self.decide(incumbent, candidate.pair, run_id)
         if decision.accepted:
-            self.ledger.state.incumbent = pair
-        self.ledger.state.history.append(self._point(candidate.phase, pair.source, decision))
+            self.ledger.state.incumbent = candidate.pair
+        self.record(candidate.phase, candidate.pair, incumbent, decision)
+        self.ledger.done_step(step, decision=asdict(decision))
         return decision
+
+    def decide(self, incumbent: Pair, candidate: Pair, run_id: str) -> Decision:
+        """`candidate` against `incumbent` on the promotion tasks (each scored once per run)."""
+        if pair_key(candidate) == pair_key(incumbent):
+            n = len(self.promotion)
+            return Decision(0.0, 0.0, 0.0, 0, 0, n, False, error="the candidate is the incumbent")
+        try:
+            before, after = self.promotion_scores(incumbent, run_id), self.promotion_scores(candidate, run_id)
+        except Exception as e:  # noqa: BLE001 - boundary: a candidate that cannot be scored is rejected
+            return Decision(0.0, 0.0, 0.0, 0, 0, 0, False, error=f"{type(e).__name__}: {e}"[:2000])
+        return accept(before, after, self.seed, self.margin)
+
+    def promotion_scores(self, pair: Pair, run_id: str) -> dict[str, float]:
+        cache = self.ledger.state.promotion
+        key = pair_key(pair)
+        if key not in cache:
+            scored, _ = self.evaluator.evaluate(f"promote {pair.source}", run_id, pair.overrides, pair.checkpoint,
+                                                pair.generation, pair.source, task_batches=[self.promotion],
+                                                tags={"role": "promotion"})
+            cache[key] = scored.per_task
+            self.ledger.save()
+        return cache[key]
+
+    def record(self, phase: str, candidate: Pair, against: Pair, decision: Decision) -> None:
+        """Log a decision and append it to the run's history (the ratchet log)."""
+        verdict = "accepted" if decision.accepted else "rejected"
+        self.log(f"{phase}: {candidate.source} (evolve {candidate.brief()}) vs {against.source} on "
+                 f"{len(self.promotion)} promotion tasks: {decision.wins} wins, {decision.losses} losses, "
+                 f"{decision.ties} ties, gain {decision.gain:+.3f} [{decision.low:+.3f}, {decision.high:+.3f}] "
+                 f"(margin {self.margin:g}) -> {verdict}" + (f" ({decision.error})" if decision.error else ""))
+        self.ledger.state.history.append(self._point(phase, candidate.source, decision))
+        self.ledger.save()
 
     def _point(self, phase: str, challenger: str, decision: Decision) -> dict:
         """One entry of the history: the decision, and the incumbent after it (what the plots draw)."""
         inc = self.pair
+        d = asdict(decision)
         return {"phase": phase, "generation": self.ledger.generation, "challenger": challenger,
-                "accepted": decision.accepted, "gain": decision.gain, "gain_low": decision.low,
-                "gain_high": decision.high, "incumbent": inc.source, "score": inc.score,
+                "gain": d.pop("gain"), "gain_low": d.pop("low"), "gain_high": d.pop("high"), **d,
+                "incumbent": inc.source, "score": inc.score,
                 "pass_at_1": inc.pass_at_1, "ci_low": inc.ci_low, "ci_high": inc.ci_high}

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coevo.search import final
+from coevo.search.arms import fair_arms
 from coevo.search.config import SearchConfig, dump_config
 from coevo.search.context import RunContext
 from coevo.search.errors import SearchError
@@ -27,6 +28,7 @@ from coevo.search.harness_phase import HarnessObjective, harness_phase
 from coevo.search.inputs import load_inputs
 from coevo.search.phases import ensure_start, warm_start
 from coevo.search.ratchet import Incumbent
+from coevo.search.splits import Splits, save_splits
 from coevo.search.state import Ledger, RunState
 from coevo.search.tracking import Tracker, default_uri, flatten, is_local
 from coevo.search.weights import weights_phase
@@ -48,8 +50,9 @@ class Search:
         uri = config.tracking_uri or default_uri(run_dir)
         # A local store keeps its artifacts in the run folder; a tracking server chooses its own location.
         tracker = Tracker(uri, config.name, run_dir / "mlartifacts" if is_local(uri) else None)
-        self.ctx = RunContext(inputs, ledger, tracker, Evaluator(inputs, tracker, policy_factory),
-                              Incumbent(ledger, config.seed, log), resume, log)
+        evaluator = Evaluator(inputs, tracker, policy_factory)
+        incumbent = Incumbent(ledger, evaluator, inputs.promotion, config.seed, config.margin, log)
+        self.ctx = RunContext(inputs, ledger, tracker, evaluator, incumbent, resume, log)
         self.current_phase_run: str | None = None
 
     def run(self) -> RunState:
@@ -63,15 +66,13 @@ class Search:
                 ctx.log(f"== phase {name} ({i + 1}/{len(phases)})")
                 if name != "w0":
                     ensure_start(ctx)  # generation 0 and its baseline, before any h or w
-                run_id = self.current_phase_run = ctx.phase_run(name)
-                PHASES["w0" if name == "w0" else name[0]](ctx, name, run_id)
-                self._end_phase(run_id)
+                self._phase(name, PHASES["w0" if name == "w0" else name[0]])
                 state.phases_done, state.steps = i + 1, []
                 ctx.ledger.save()
             ensure_start(ctx)
-            run_id = self.current_phase_run = ctx.phase_run("test")
-            final.test_table(ctx, run_id)
-            self._end_phase(run_id)
+            if ctx.inputs.config.arms:
+                self._phase("arms", fair_arms)
+            self._phase("test", final.test_table)
             state.done = True
             ctx.ledger.save()
         except BaseException as e:
@@ -83,7 +84,16 @@ class Search:
         ctx.tracker.end(state.parent_run)
         return state
 
-    def _end_phase(self, run_id: str) -> None:
+    def _phase(self, name: str, phase) -> None:
+        """Run one phase in its MLflow run, timing it (a resumed phase adds to its earlier time)."""
+        import time
+
+        timings = self.ctx.ledger.state.timings
+        started = time.monotonic()
+        run_id = self.current_phase_run = self.ctx.phase_run(name)
+        phase(self.ctx, name, run_id)
+        timings[name] = round(timings.get(name, 0.0) + time.monotonic() - started, 1)
+        self.ctx.tracker.metrics(run_id, {"wall_seconds": timings[name]})
         self.ctx.tracker.end(run_id)
         self.current_phase_run = None
 
@@ -125,8 +135,11 @@ class Search:
                 "phase": "search", "schedule": config.schedule, "budget": config.budget})
             params = flatten({"config": config.model_dump(mode="json"), "plan": plan.model_dump()})
             ctx.tracker.params(state.parent_run, params)
-            ctx.tracker.params(state.parent_run, {"tasks.dev": len(ctx.inputs.dev), "tasks.test": len(ctx.inputs.test),
-                                                  "tasks.train": len(ctx.inputs.train)})
+            ctx.tracker.params(state.parent_run, {
+                **{f"tasks.{role}": n for role, n in ctx.inputs.sizes().items()},
+                **{f"tasks.{role}.origin": text for role, text in ctx.inputs.origin.items()}})
+            save_splits(Splits(ctx.inputs.dev, ctx.inputs.promotion, ctx.inputs.test, ctx.inputs.held_out,
+                               ctx.inputs.origin), ctx.run_dir)
             ctx.ledger.save()
         else:
             ctx.tracker.reopen(state.parent_run)

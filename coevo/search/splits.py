@@ -63,24 +63,48 @@ def check_disjoint(splits: Splits, config: Path | str) -> None:
                                   f"{', '.join(shared[:5])}; each role must have tasks of its own")
 
 
-def draw_fresh(suite: Path, out: Path, n: int, seed: int, families: list[str], exclude: set[str]) -> list:
-    """`n` new instances of `families`, spread evenly, none with an instruction in `exclude`; written under
-    `out` once (an existing draw there is read back, so a resumed run scores the same tasks)."""
+def draw_fresh(suite: Path, out: Path, n: int, seed: int, families: list[str], exclude: set[str],
+               split: str, prefix: str) -> list:
+    """`n` new instances of `families`, spread evenly, none with an instruction in `exclude`, written under
+    `out` once as a task folder of their own, named `prefix`-<instance>, whose manifest puts them all in
+    `split` (so `coevo eval --tasks OUT --split SPLIT` scores exactly them). An existing draw is read back: a resumed run scores
+    the same tasks."""
     from coevo.tasks import load_taskset
-    from coevo.tasks.generate import generate_suite
 
     out = Path(out)
     if not (out / "manifest.json").is_file():
-        per_family = math.ceil(n / len(families)) + 2  # a margin for instances dropped by `exclude`
-        generate_suite(out, seed=seed, per_family=per_family)
+        _write_draw(out, n, seed, families, exclude, split, prefix)
+    return load_taskset(out).split(split)
+
+
+def _write_draw(out: Path, n: int, seed: int, families: list[str], exclude: set[str], split: str,
+                prefix: str) -> None:
+    import shutil
+
+    from coevo.tasks import load_taskset
+    from coevo.tasks.generate import MANIFEST, generate_suite
+
+    staging = out.with_name(out.name + ".staging")  # a killed draw leaves no half folder behind
+    shutil.rmtree(staging, ignore_errors=True)
+    generate_suite(staging, seed=seed, per_family=math.ceil(n / len(families)) + 2)  # +2: room for `exclude`
     by_family: dict[str, list] = {f: [] for f in families}
-    for task in load_taskset(out).tasks:
+    for task in load_taskset(staging).tasks:
         if task.family in by_family and task.instruction not in exclude:
             by_family[task.family].append(task)
     # Round-robin over the families: exactly n, as even as the exclusions allow.
     deepest = max((len(v) for v in by_family.values()), default=0)
-    rounds = [by_family[f][i] for i in range(deepest) for f in families if i < len(by_family[f])]
-    return sorted(rounds[:n], key=lambda t: t.name)
+    kept = [by_family[f][i] for i in range(deepest) for f in families if i < len(by_family[f])][:n]
+    manifest = json.loads((staging / MANIFEST).read_text())
+    # Named after the role, so that per-task scores of different roles never share a task name.
+    manifest["tasks"] = [{"name": f"{prefix}-{t.name}", "family": t.family, "split": split}
+                         for t in sorted(kept, key=lambda t: t.name)]
+    for task in load_taskset(staging).tasks:
+        if task in kept:
+            task.path.rename(staging / f"{prefix}-{task.name}")
+        else:
+            shutil.rmtree(task.path)
+    (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    staging.rename(out)
 
 
 def resolve_splits(suite: Path, run_dir: Path, evolve: list, test_size: int, promotion_size: int,
@@ -98,9 +122,9 @@ def resolve_splits(suite: Path, run_dir: Path, evolve: list, test_size: int, pro
     seen = {t.instruction for t in everything.tasks}
     base = int(manifest["seed"])
     promotion = draw_fresh(suite, run_dir / "splits" / "promotion", promotion_size, base + PROMOTION_OFFSET + seed,
-                           families, seen)
+                           families, seen, "dev", "promotion")
     test = draw_fresh(suite, run_dir / "splits" / "test", test_size, base + TEST_OFFSET + test_seed, families,
-                      seen | {t.instruction for t in promotion})
+                      seen | {t.instruction for t in promotion}, "test", "test")
     held_out = [t for t in everything.split("test") if t.family in held]
     return Splits(evolve, promotion, test, held_out, origin={
         "evolve": f"{suite}: dev split ({len(evolve)} tasks)",

@@ -32,6 +32,8 @@ class Pair(BaseModel):
     per_task: dict[str, float] = {}
     """The objective per task: what the paired bootstrap resamples."""
     mlflow_run: str | None = None
+    fingerprint: str = ""
+    """The scoring harness's fingerprint (coevo/harness/fingerprint.py)."""
     trial: int | None = None
     study: str | None = None
 
@@ -61,16 +63,24 @@ class RunState(BaseModel):
     """The base harness on the generation-0 checkpoint, scored on dev."""
     incumbent: Pair | None = None
     """The accepted pair: it changes only when a challenger beats it beyond the noise band."""
-    harness_only: Pair | None = None
-    """The best harness for the generation-0 checkpoint (the first h-phase's accepted harness)."""
     pool: list[Pair] = []
     """Top-k harnesses of the latest h-phase, re-scored after every w-phase."""
     steps: list[Step] = []
     """Finished steps of the current phase; cleared when the phase ends."""
     history: list[dict[str, Any]] = []
     """Per phase: generation, incumbent dev pass@1 with CI, and what happened (accepted or not)."""
+    promotion: dict[str, dict[str, float]] = {}
+    """Per-task promotion scores of every pair the ratchet compared (key: overrides and checkpoint)."""
+    arms: dict[str, Pair] = {}
+    """The fair single-lever arms' results: 'harness-only' and 'weights-only'."""
+    budgets: dict[str, dict[str, Any]] = {}
+    """Each arm's budget (how much of its lever it spent, in which unit) and its wall time."""
+    timings: dict[str, float] = {}
+    """Wall seconds of each finished phase (w0, h1, w1, ..., arms, test)."""
     test: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Final table: row name -> Pair fields + test summary."""
+    """Final table: row name -> Pair fields + test summary (+ its held-out block)."""
+    verdict: dict[str, Any] = {}
+    """The 2x2's effects, co-evolved against each fair arm, whether it beats both, and warnings."""
     done: bool = False
 
     def step(self, key: str) -> Step | None:

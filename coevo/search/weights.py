@@ -17,51 +17,66 @@ from coevo.search.state import Pair
 
 
 def weights_phase(ctx: RunContext, name: str, run_id: str) -> None:
-    ledger, start = ctx.ledger, ctx.incumbent.pair
-    trained = ledger.step("trained")
-    if trained is None:
-        try:
-            ckpt, train_values = (train_study(ctx, start, name, run_id)
-                                  if ctx.inputs.space.train_params and ctx.inputs.plan.train_trials > 1
-                                  else (train_once(ctx, start, name, run_id, {}, ctx.run_dir / "checkpoints" / name),
-                                        {}))
-        except Exception as e:  # noqa: BLE001 - boundary: a failed w-phase keeps the weights, the search goes on
-            cause = f"{type(e).__name__}: {e}"
-            ctx.tracker.tags(run_id, {"error": cause[:5000]})
-            ctx.log(f"{name}: GRPO failed, the checkpoint stays {start.checkpoint}: {cause[:300]}")
-            ckpt, train_values = start.checkpoint, {}
-        ledger.state.checkpoints.append(str(ckpt))
-        trained = ledger.done_step("trained", checkpoint=str(ckpt), train=train_values)
-        ctx.tracker.tags(run_id, {"checkpoint": str(ckpt)})
+    """Train from the incumbent; its harness on the new checkpoint challenges it (new weights); when the
+    weights are promoted, the best re-scored harness on them challenges next (a harness for the new
+    weights). A rejected checkpoint stays in the run folder but is never trained on or searched on."""
+    ledger = ctx.ledger
+    trained = ledger.step("trained") or train_phase(ctx, name, run_id)
     rescored = rescore(ctx, name, run_id, trained.data["train"])
+    weights = ctx.incumbent.challenge(Candidate(rescored[0], name), run_id, "challenge weights").accepted
     best = max(rescored, key=lambda p: p.score)
-    accepted = ctx.incumbent.challenge(Candidate(best, name)).accepted
-    ledger.state.pool = sorted(rescored, key=lambda p: -p.score)[: ctx.inputs.plan.top_k]
+    if weights:
+        ledger.state.pool = sorted(rescored, key=lambda p: -p.score)[: ctx.inputs.plan.top_k]
+        if best is not rescored[0]:
+            ctx.incumbent.challenge(Candidate(best, name), run_id, "challenge harness")
     ctx.tracker.metrics(run_id, {"rescored": len(rescored), "best_objective": best.score,
-                                 "accepted": float(accepted)})
+                                 "accepted": float(weights)})
     ledger.save()
 
 
-def grpo_spec(ctx: RunContext, values: dict[str, Any]):
+def train_phase(ctx: RunContext, name: str, run_id: str):
+    """GRPO from the incumbent (one run, or a study over train.* keys); a failed run keeps the weights."""
+    ledger, start = ctx.ledger, ctx.incumbent.pair
+    try:
+        ckpt, train_values = (train_study(ctx, start, name, run_id)
+                              if ctx.inputs.space.train_params and ctx.inputs.plan.train_trials > 1
+                              else (train_once(ctx, start, name, run_id, {}, ctx.run_dir / "checkpoints" / name),
+                                    {}))
+    except Exception as e:  # noqa: BLE001 - boundary: a failed w-phase keeps the weights, the search goes on
+        cause = f"{type(e).__name__}: {e}"
+        ctx.tracker.tags(run_id, {"error": cause[:5000]})
+        ctx.log(f"{name}: GRPO failed, the checkpoint stays {start.checkpoint}: {cause[:300]}")
+        ckpt, train_values = start.checkpoint, {}
+    ledger.state.checkpoints.append(str(ckpt))
+    ctx.tracker.tags(run_id, {"checkpoint": str(ckpt)})
+    return ledger.done_step("trained", checkpoint=str(ckpt), train=train_values)
+
+
+def grpo_spec(ctx: RunContext, values: dict[str, Any], steps: int | None = None, seed: int | None = None):
+    """The w-phase's GRPOSpec: the config's train options, the plan's steps, and a seed per generation
+    (so a w-phase after a rejected one trains on fresh instances)."""
     from coevo.train.grpo_spec import spec_from_dict
 
     config = ctx.inputs.config
-    data = {**config.train, "steps": ctx.inputs.plan.grpo_steps, "report_to": "none",
-            "seed": config.seed + ctx.ledger.generation}
+    data = {**config.train, "steps": steps or ctx.inputs.plan.grpo_steps, "report_to": "none",
+            "seed": config.seed + ctx.ledger.generation if seed is None else seed}
     return spec_from_dict(data, f"{config.name}: train").with_overrides(values)
 
 
-def train_once(ctx: RunContext, start: Pair, name: str, log_run: str, values: dict[str, Any], out) -> str:
+def train_once(ctx: RunContext, start: Pair, name: str, log_run: str, values: dict[str, Any], out,
+               steps: int | None = None, seed: int | None = None) -> str:
     """One GRPO run from `start`'s checkpoint under its harness; resumes a killed run in `out`. Its
     per-step metrics go to `log_run` (the phase run, or the trial's run)."""
+    from coevo.harness.fingerprint import fingerprint
     from coevo.train.checkpoint import last_checkpoint
     from coevo.train.grpo import train_grpo
 
-    spec = grpo_spec(ctx, values)
+    spec = grpo_spec(ctx, values, steps, seed)
     harness = ctx.inputs.harness(start.overrides)
     ctx.log(f"{name}: GRPO {spec.steps} steps x {spec.batch_size} episodes from {start.checkpoint} under "
             f"{start.source}'s harness")
     ctx.tracker.params(log_run, {f"grpo.{k}": v for k, v in spec.model_dump(mode="json").items()})
+    ctx.tracker.tags(log_run, {"harness_fingerprint": fingerprint(harness)})
     result = train_grpo(start.checkpoint, harness, ctx.inputs.train, out, spec,
                         resume=last_checkpoint(out) is not None)
     for record in result.metrics:
@@ -81,7 +96,8 @@ def train_study(ctx: RunContext, start: Pair, name: str, run_id: str) -> tuple[s
                        make_sampler(config.sampler, config.seed, ctx.inputs.plan.train_trials), make_pruner(False))
     if not study.trials:  # the config's own options first: a known reference point
         defaults = grpo_spec(ctx, {})
-        study.enqueue_trial({p.path: get_dotted(defaults.model_dump(mode="json"), p.path.removeprefix("train.")) for p in space.train_params},
+        dumped = defaults.model_dump(mode="json")
+        study.enqueue_trial({p.path: get_dotted(dumped, p.path.removeprefix("train.")) for p in space.train_params},
                             skip_if_exists=True)
     optimize_until(study, ctx.inputs.plan.train_trials, TrainObjective(ctx, start, name, run_id, study_name),
                    config.grace_period, wait_for_stale=ctx.resume)

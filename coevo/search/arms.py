@@ -1,0 +1,105 @@
+"""The fair single-lever arms: what the co-evolved run's budget buys when only one lever moves.
+
+    harness-only   the run's whole h-trial budget (trials per h-phase x h-phases), all on generation 0.
+                   The h-phases that ran on generation 0 before any training count towards it: their
+                   trials are copied into the arm's study, which then runs the rest.
+    weights-only   the run's GRPO steps (steps per w-phase x w-phases), in one run from generation 0
+                   under the base harness, with the first w-phase's seed: its own checkpoint.
+
+Each arm's best pair then goes through the same promotion rule as the co-evolved candidates, against the
+baseline; an arm whose candidate is rejected reports the baseline pair, exactly as co-evolution would have.
+Results go into state.json (`arms`), so a resumed run never redoes a finished arm.
+"""
+
+from __future__ import annotations
+
+import time
+
+from coevo.search.context import RunContext
+from coevo.search.harness_phase import HarnessObjective, pair_of
+from coevo.search.state import Pair
+
+HARNESS_ARM, WEIGHTS_ARM = "harness-only", "weights-only"
+UNITS = {HARNESS_ARM: "h-trials on generation 0", WEIGHTS_ARM: "GRPO steps from generation 0 under the base harness"}
+
+
+def fair_arms(ctx: RunContext, name: str, run_id: str) -> None:
+    state = ctx.ledger.state
+    for arm, build in ((HARNESS_ARM, harness_arm), (WEIGHTS_ARM, weights_arm)):
+        if arm in state.arms:
+            continue
+        started = time.monotonic()
+        candidate, budget = build(ctx, run_id)
+        accepted = False
+        if budget:
+            decision = ctx.incumbent.decide(state.baseline, candidate, run_id)
+            ctx.incumbent.record(f"arm {arm}", candidate, state.baseline, decision)
+            accepted = decision.accepted
+        else:
+            ctx.log(f"arm {arm}: the schedule spends nothing on this lever, so the arm is the baseline")
+        state.arms[arm] = candidate if accepted else state.baseline
+        seconds = round(time.monotonic() - started, 1)
+        state.budgets[arm] = {"budget": budget, "unit": UNITS[arm], "wall_seconds": seconds}
+        ctx.tracker.metrics(run_id, {f"{arm}/budget": budget, f"{arm}/accepted": float(accepted),
+                                     f"{arm}/wall_seconds": seconds})
+        ctx.ledger.save()
+
+
+def h_phases_on_g0(phases: list[str]) -> list[str]:
+    """The h-phases before the first w-phase: they searched on generation 0."""
+    first_w = next((i for i, p in enumerate(phases) if p.startswith("w") and p != "w0"), len(phases))
+    return [p for p in phases[:first_w] if p.startswith("h")]
+
+
+def harness_budget(ctx: RunContext) -> int:
+    return ctx.inputs.plan.trials * sum(p.startswith("h") for p in ctx.inputs.phases)
+
+
+def weights_budget(ctx: RunContext) -> int:
+    w_phases = sum(p.startswith("w") and p != "w0" for p in ctx.inputs.phases)
+    runs = ctx.inputs.plan.train_trials if ctx.inputs.space.train_params else 1
+    return ctx.inputs.plan.grpo_steps * w_phases * runs
+
+
+def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
+    from coevo.search.study import FINISHED, make_pruner, make_sampler, open_study, optimize_until, top_trials
+
+    config, baseline, budget = ctx.inputs.config, ctx.ledger.state.baseline, harness_budget(ctx)
+    if budget == 0:  # the run searched no harness: neither does its arm
+        return baseline, 0
+    study_name = f"{config.name}.arm-harness"
+    study = open_study(ctx.storage, study_name, make_sampler(config.sampler, config.seed, budget),
+                       make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
+    if not study.trials:
+        for phase in h_phases_on_g0(ctx.inputs.phases):
+            done = open_study(ctx.storage, f"{config.name}.{phase}", None, None)
+            study.add_trials(done.get_trials(deepcopy=False, states=FINISHED))
+    ctx.log(f"arm {HARNESS_ARM}: {budget} h-trials on generation 0 ({len(study.trials)} from the run's g0 "
+            "h-phases)")
+    objective = HarnessObjective(ctx, "arm-harness", run_id, study_name, start=baseline)
+    optimize_until(study, budget, objective, config.grace_period, wait_for_stale=ctx.resume)
+    best = top_trials(study, 1)
+    return (pair_of(best[0], ctx, "arm-harness", start=baseline) if best else baseline), budget
+
+
+def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
+    from coevo.search.weights import train_once
+
+    config, baseline, budget = ctx.inputs.config, ctx.ledger.state.baseline, weights_budget(ctx)
+    if budget == 0:  # the run trained no weights: neither does its arm
+        return baseline, 0
+    step = ctx.ledger.step("arm weights trained")
+    if step is None:
+        out = ctx.run_dir / "checkpoints" / "arm-weights"
+        try:
+            ckpt = train_once(ctx, baseline, f"arm {WEIGHTS_ARM}", run_id, {}, out, steps=budget, seed=config.seed)
+        except Exception as e:  # noqa: BLE001 - boundary: a failed arm keeps generation 0, like a failed w-phase
+            ctx.log(f"arm {WEIGHTS_ARM}: GRPO failed, the arm keeps generation 0: {type(e).__name__}: {e}"[:400])
+            ckpt = baseline.checkpoint
+        step = ctx.ledger.done_step("arm weights trained", checkpoint=str(ckpt))
+    ckpt = step.data["checkpoint"]
+    if ckpt == baseline.checkpoint:
+        return baseline, budget
+    pair, _ = ctx.evaluator.evaluate(f"arm {WEIGHTS_ARM}", run_id, {}, ckpt, 1, f"arm {WEIGHTS_ARM}",
+                                     tags={"arm": WEIGHTS_ARM})
+    return pair, budget
