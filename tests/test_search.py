@@ -155,3 +155,24 @@ def test_mlflow_server_serves_the_runs_over_its_rest_api(finished_run):
     complete = [r for r in trials if {t["key"]: t["value"] for t in r["data"]["tags"]}.get("state") == "COMPLETE"]
     metrics = {m["key"] for m in complete[0]["data"]["metrics"]}
     assert {"pass_at_1", "ci_low", "ci_high"} <= metrics
+
+
+def test_acceptance_is_decided_on_promotion_tasks_never_on_the_scores_that_chose_the_trial(finished_run):
+    from coevo.evaluate.stats import paired_gain
+    from coevo.search.ratchet import pair_key
+    from coevo.tasks import load_taskset
+
+    config, state = finished_run
+    promotion = {t.name for t in load_taskset(config.run_dir / "splits" / "promotion").tasks}
+    evolve = set(state.baseline.per_task)  # the dev tasks every trial was scored (and chosen) on
+    assert len(promotion) == 12 and not promotion & evolve
+    decided = [h for h in state.history if h["phase"] == "h1"]
+    assert len(decided) == 1
+    candidate = next(p for p in state.pool if p.source == decided[0]["challenger"])
+    assert set(candidate.per_task) == evolve  # what Optuna saw
+    before, after = state.promotion[pair_key(state.baseline)], state.promotion[pair_key(candidate)]
+    assert set(before) == set(after) == promotion  # what the ratchet saw
+    g = paired_gain(before, after, seed=config.seed)
+    assert (decided[0]["gain"], decided[0]["wins"], decided[0]["losses"]) == (g.gain, g.wins, g.losses)
+    assert decided[0]["accepted"] == g.clears(config.margin)
+    assert (state.incumbent == candidate) == decided[0]["accepted"]

@@ -1,0 +1,77 @@
+"""Repeatable runs and an exact final table: the same config and seed give the same table twice on one
+machine (the real tiny model, trained in the run), and a run killed while scoring the final table
+resumes without scoring any pair twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from search_helpers import ROOT, write_config
+
+
+def tiny_config(folder: Path, suite: Path) -> Path:
+    (folder / "space.yaml").write_text("limits.max_turns: {type: int, low: 2, high: 3}\n"
+                                      "recovery.nonzero_exit_hint: {type: categorical, choices: [false, true]}\n")
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "repeat", "tasks": str(suite), "harness": str(ROOT / "harnesses" / "mini_bash.yaml"),
+        "space": str(folder / "space.yaml"), "runs_dir": str(folder / "runs"), "schedule": "w0 -> h -> w",
+        "overrides": {"limits.max_tokens_per_turn": 48}, "train": {"tasks_per_step": 2, "group_size": 2},
+        "splits": {"promotion": 6, "test": 8},
+        "plan": {"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 4, "warmstart_epochs": 1,
+                 "warmstart_augment": 0, "grpo_steps": 1, "top_k": 2}}))
+    return path
+
+
+def table(state) -> dict:
+    """The table's numbers and decisions, without run ids and paths (which differ between folders)."""
+    rows = {row: {k: r[k] for k in ("per_task", "pass_at_1", "ci_low", "ci_high", "score", "generation",
+                                      "overrides", "gain", "gain_low", "gain_high")} for row, r in state.test.items()}
+    decisions = [{k: h[k] for k in ("phase", "challenger", "accepted", "gain", "wins", "losses", "ties")}
+                 for h in state.history]
+    return {"rows": rows, "verdict": state.verdict, "decisions": decisions}
+
+
+def test_the_same_config_and_seed_twice_give_an_identical_table(suite, tmp_path):
+    from coevo.search.config import load_config
+    from coevo.search.run import Search
+
+    tables = []
+    for attempt in ("first", "second"):
+        (tmp_path / attempt).mkdir()
+        config = load_config(tiny_config(tmp_path / attempt, suite))
+        tables.append(table(Search(config, log=lambda line: None).run()))
+    assert tables[0] == tables[1]
+    assert tables[0]["rows"]["baseline"]["generation"] == 0 and len(tables[0]["rows"]) == 6
+
+
+def test_a_run_killed_in_the_final_table_resumes_without_scoring_a_pair_twice(suite, tmp_path):
+    from mlflow import MlflowClient
+
+    from coevo.policy import make_policy
+    from coevo.search.config import load_config
+    from coevo.search.run import Search
+
+    config = load_config(write_config(tmp_path, suite, name="killed-table"))
+    calls = []
+
+    def killed_after_the_first_test_row(harness, checkpoint, tasks):
+        calls.append("test" if all(t.name.startswith("test-") for t in tasks) else "other")
+        if calls[-2:] == ["test", "other"]:  # the baseline's held-out block, right after its test row
+            raise KeyboardInterrupt  # what a kill looks like to the run: not an Exception
+        return make_policy({"backend": "synthetic", "seed": config.seed}, harness=harness, tasks=tasks)
+
+    with pytest.raises(KeyboardInterrupt):
+        Search(config, policy_factory=killed_after_the_first_test_row, log=lambda line: None).run()
+    state = Search(config, resume=True, log=lambda line: None).run()
+    assert state.done and len(state.test) == 6
+    client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name(config.name).experiment_id], max_results=1000)
+    finished = [r.info.run_name for r in runs if r.info.status == "FINISHED"]
+    scored = [n for n in finished if n.startswith(("test ", "held-out "))]
+    distinct = {r["key"] for r in state.test.values()}
+    assert len(scored) == len(set(scored)) == 2 * len(distinct)  # each distinct pair once, test and held-out
+    assert [r.info.run_name for r in runs if r.info.status == "KILLED"] == ["held-out baseline"]
