@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from search_helpers import ROOT, write_config
 
 
