@@ -101,8 +101,11 @@ class SearchConfig(BaseModel):
     """Optuna storage (any SQLAlchemy URL); empty: sqlite:///<run folder>/optuna.db."""
     tracking_uri: str | None = None
     """MLflow tracking URI; empty: sqlite:///<run folder>/mlflow.db with artifacts in <run folder>/mlartifacts."""
-    sandbox: str = "local"
-    """Sandbox backend for every episode."""
+    sandbox: Literal["local", "docker", "auto"] = "local"
+    """Sandbox backend for every episode: local (bubblewrap over the host's userland), docker (an image per
+    task, built once from environment/; COEVO_IMAGE_MAP points FROM names at local images on machines that
+    cannot pull), or auto (docker for a task whose Dockerfile needs a build or that names docker_image,
+    local otherwise; an error naming how to start a daemon when one is needed and none answers)."""
     policy: dict[str, Any] | None = None
     """Empty: the current checkpoint as a local HF policy. Else a coevo.policy spec, e.g. {backend: oracle}
     (the model is then not what is measured; useful for tests and benchmarks)."""

@@ -60,7 +60,7 @@ def warm_start(ctx: RunContext, name: str, run_id: str) -> None:
         ctx.log(f"w0: SFT on the oracle's episodes ({len(ctx.inputs.train)} train tasks + "
                 f"{plan.warmstart_augment} extra instances per family), {settings.epochs:g} epochs")
         numbers = sft_warm_start(model, ctx.inputs.base, ctx.inputs.train, staging, settings, plan.warmstart_augment,
-                                 config.tasks, source=f"w0 ({config.harness})")
+                                 config.tasks, source=f"w0 ({config.harness})", backend=config.sandbox)
         for junk in staging.glob("checkpoint-*"):
             shutil.rmtree(junk, ignore_errors=True)
         staging.rename(out)  # a killed SFT leaves only the staging folder, redone on resume

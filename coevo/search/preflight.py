@@ -84,7 +84,7 @@ def check_tasks(c: Context) -> str:
     if empty:
         problems.append(f"{c.config.tasks}: no tasks in split(s) {', '.join(empty)} (see manifest.json)")
     sample = list({t.family: t for t in reversed(c.tasks)}.values())[:4]  # the first task of each family
-    for row in (check_task(t.path) for t in sample):
+    for row in (check_task(t.path, c.config.sandbox) for t in sample):
         if not row.ok:
             problems.append(f"tasks check {row.task}: {row.error or f'oracle {row.oracle}, nothing {row.nothing}'}")
     if problems:

@@ -78,7 +78,7 @@ def train_once(ctx: RunContext, start: Pair, name: str, log_run: str, values: di
     ctx.tracker.params(log_run, {f"grpo.{k}": v for k, v in spec.model_dump(mode="json").items()})
     ctx.tracker.tags(log_run, {"harness_fingerprint": fingerprint(harness)})
     result = train_grpo(start.checkpoint, harness, ctx.inputs.train, out, spec,
-                        resume=last_checkpoint(out) is not None)
+                        resume=last_checkpoint(out) is not None, backend=ctx.inputs.config.sandbox)
     for record in result.metrics:
         step = int(record.get("step", 0))
         numbers = {k: v for k, v in record.items() if k != "step" and isinstance(v, int | float)}

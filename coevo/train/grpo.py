@@ -129,7 +129,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
     policy = HFPolicy(model_dir, device=device, dtype=dtype)
     if spec.screen_samples:
-        tasks = _screened(tasks, harness, policy, spec, out_dir, console)
+        tasks = _screened(tasks, harness, policy, spec, out_dir, console, sandboxes)
     if spec.fresh_instances:
         from coevo.train.fresh import fresh_instances
 
@@ -179,15 +179,17 @@ def _optimizer(model, spec: GRPOSpec, args):
                  "weight_decay": args.weight_decay} for p, params in groups.items() if params], **kwargs)
 
 
-def _screened(tasks: list, harness, policy, spec: GRPOSpec, out_dir: Path, console) -> list:
-    """The tasks to train on: screened once per run (a resumed run reuses its screen)."""
+def _screened(tasks: list, harness, policy, spec: GRPOSpec, out_dir: Path, console,
+              sandboxes: tuple[str, dict | None]) -> list:
+    """The tasks to train on: screened once per run (a resumed run reuses its screen), on the run's
+    sandbox backend."""
     from coevo.train import screen
 
     names = {t.name for t in tasks}
     done = screen.load(out_dir)
     if done is None or not set(done.kept) <= names:
         done = screen.screen(tasks, harness, policy, spec.screen_samples, spec.reward, spec.seed,
-                             at_least=spec.tasks_per_step)
+                             at_least=spec.tasks_per_step, sandboxes=sandboxes)
         screen.save(done, out_dir)
     console.print(screen.describe(done, len(tasks)))
     kept = set(done.kept)

@@ -30,7 +30,8 @@ class Screen:
     seconds: float = 0.0
 
 
-def screen(tasks: list, harness, policy, samples: int, reward: str, seed: int, at_least: int = 1) -> Screen:
+def screen(tasks: list, harness, policy, samples: int, reward: str, seed: int, at_least: int = 1,
+           sandboxes: tuple[str, dict | None] = ("local", None)) -> Screen:
     """Roll out `samples` episodes per task and keep the families with signal under `reward`; when they
     hold fewer than `at_least` tasks (a step's worth), keep every task."""
     import time
@@ -39,7 +40,9 @@ def screen(tasks: list, harness, policy, samples: int, reward: str, seed: int, a
     from coevo.train.grpo_rollout import reward_of
 
     start = time.monotonic()
-    trajectories = rollout(tasks, harness, policy, n_per_task=samples, seed=seed)
+    backend, image_map = sandboxes
+    trajectories = rollout(tasks, harness, policy, n_per_task=samples, seed=seed, backend=backend,
+                           image_map=image_map)
     by_family: dict[str, list[float]] = defaultdict(list)
     family_of = {t.name: t.family or t.name for t in tasks}
     for t in trajectories:
