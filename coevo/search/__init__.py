@@ -1,6 +1,7 @@
-"""`coevo search`: co-evolution of harness and weights. An Optuna study searches harnesses on dev (h-phases),
-TRL GRPO trains weights on train under the accepted harness (w-phases), MLflow tracks every pair, and the
-best pair is exported as one bundle.
+"""`coevo search`: co-evolution of harness and weights. An Optuna study searches harnesses on the evolve
+set (h-phases), TRL GRPO trains weights under the accepted harness (w-phases), each candidate is promoted
+or not on frozen promotion tasks, fair single-lever arms spend the same budgets, MLflow tracks every pair,
+the final 2x2 table is scored on test tasks only, and the best pair is exported as one bundle.
 
     space.py          search_spaces/*.yaml -> SearchSpace (dotted harness paths, train.* GRPO options, `when`)
     space_check.py    the checks run on a whole space file before any trial
@@ -9,7 +10,7 @@ best pair is exported as one bundle.
     splits.py         the three roles of tasks: evolve, promotion, test (drawn once into the run folder)
     inputs.py         Inputs: what a config resolves to (harness, space, plan, phases, task subsets)
     state.py          Pair, RunState and the Ledger that keeps state.json
-    ratchet.py        Incumbent, Candidate and `accept`: the only way the accepted pair changes
+    ratchet.py        Incumbent, Candidate and `accept`: promotion on the promotion tasks, one component at a time
     evaluator.py      Evaluator: one pair scored in its own MLflow run
     context.py        RunContext: the typed pieces a phase works with
     run.py            Search: builds the context, walks the schedule, `--join` workers
@@ -18,9 +19,10 @@ best pair is exported as one bundle.
     weights.py        w (GRPO, optionally a study over train.* keys; then top-k harnesses re-scored)
     scoring.py        dev/test subsets, batched scoring with pruning, the objective
     study.py          Optuna storage (heartbeats, retries), samplers, pruner, `optimize_until`
-    final.py          the held-out four-row test table
+    arms.py           the fair single-lever arms (harness-only, weights-only) with the run's budgets
+    final.py          the final table: rows, the 2x2 and its interaction, the verdict (final_table.py: its text)
     tracking.py       MLflow: parent / phase / trial runs, params, metrics, artifacts, a run folder's store
-    plots.py          optimization history, parameter importances, capability per generation
+    plots.py          optimization history, parameter importances, capability per generation, the 2x2
     report.py         `coevo compare`
     export.py         `coevo export`: the search's side of a bundle (coevo/bundle.py writes and reads it)
     preflight.py      `coevo check`

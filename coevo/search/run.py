@@ -3,14 +3,15 @@ MLflow parent run and walks the schedule, one phase at a time.
 
     runs/<name>/
       config.yaml      the resolved config (what --resume reads back)
-      state.json       finished phases and steps, checkpoints, incumbent, pool, test table
+      state.json       finished phases and steps, checkpoints, incumbent, pool, arms, ratchet log, table
+      splits.json      the task roles: sizes, origins, names; splits/ holds the drawn promotion and test tasks
       optuna.db        Optuna RDB storage (default; any SQLAlchemy URL works)
       mlflow.db        MLflow tracking store (default; any tracking URI works), artifacts in mlartifacts/
       model/           the tiny model, when the config names none
       checkpoints/     w0 (warm start), g1, g2, ... (GRPO phases)
 
-Generation 0 and w0 live in coevo/search/phases.py, h in harness_phase.py, w in weights.py, the final
-table in final.py.
+Generation 0 and w0 live in coevo/search/phases.py, h in harness_phase.py, w in weights.py, the fair arms
+in arms.py, the final table in final.py.
 """
 
 from __future__ import annotations
