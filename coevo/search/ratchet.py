@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from coevo.evaluate.stats import PairedGain, paired_gain
 from coevo.search.state import Ledger, Pair
 
 
@@ -31,23 +32,30 @@ class Candidate:
 class Decision:
     """The candidate against the incumbent on the promotion tasks, and the verdict."""
 
-    gain: float
-    low: float
-    high: float
-    wins: int
-    losses: int
-    ties: int
+    paired: PairedGain
+    """Gain, interval, wins, losses and ties over the promotion tasks."""
     accepted: bool
     error: str | None = None
-    """Why the candidate could not be scored (then it is rejected)."""
+    """Why the candidate was not compared (then it is rejected)."""
+
+    @classmethod
+    def without_comparison(cls, error: str, ties: int = 0) -> Decision:
+        return cls(PairedGain(0.0, 0.0, 0.0, 0, 0, ties), False, error)
+
+    def record(self) -> dict:
+        """Flat, for the ratchet log and the phase's ledger."""
+        return {**asdict(self.paired), "accepted": self.accepted, "error": self.error}
+
+    @classmethod
+    def from_record(cls, data: dict) -> Decision:
+        fields = {k: data[k] for k in ("gain", "low", "high", "wins", "losses", "ties")}
+        return cls(PairedGain(**fields), data["accepted"], data.get("error"))
 
 
 def accept(incumbent: dict[str, float], candidate: dict[str, float], seed: int, margin: float) -> Decision:
     """The promotion rule, on per-task scores of the promotion tasks."""
-    from coevo.evaluate.stats import paired_gain
-
-    g = paired_gain(incumbent, candidate, seed=seed)
-    return Decision(g.gain, g.low, g.high, g.wins, g.losses, g.ties, accepted=g.clears(margin))
+    paired = paired_gain(incumbent, candidate, seed=seed)
+    return Decision(paired, accepted=paired.clears(margin))
 
 
 def pair_key(pair: Pair) -> str:
@@ -72,31 +80,30 @@ class Incumbent:
         """The baseline is the first incumbent: every later pair has to beat it."""
         state = self.ledger.state
         state.baseline = state.incumbent = baseline
-        state.history.append(self._point("start", "baseline", Decision(0.0, 0.0, 0.0, 0, 0, 0, True)))
+        state.history.append(self._point("start", "baseline", Decision(PairedGain(0.0, 0.0, 0.0, 0, 0, 0), True)))
 
     def challenge(self, candidate: Candidate, run_id: str, step: str) -> Decision:
         """Decide on the promotion tasks; replace the incumbent when accepted; log the decision either way.
         `step` names the decision in the phase's ledger, so a resumed phase does not decide twice."""
         done = self.ledger.step(step)
         if done is not None:
-            return Decision(**done.data["decision"])
+            return Decision.from_record(done.data["decision"])
         incumbent = self.pair
         decision = self.decide(incumbent, candidate.pair, run_id)
         if decision.accepted:
             self.ledger.state.incumbent = candidate.pair
         self.record(candidate.phase, candidate.pair, incumbent, decision)
-        self.ledger.done_step(step, decision=asdict(decision))
+        self.ledger.done_step(step, decision=decision.record())
         return decision
 
     def decide(self, incumbent: Pair, candidate: Pair, run_id: str) -> Decision:
         """`candidate` against `incumbent` on the promotion tasks (each scored once per run)."""
         if pair_key(candidate) == pair_key(incumbent):
-            n = len(self.promotion)
-            return Decision(0.0, 0.0, 0.0, 0, 0, n, False, error="the candidate is the incumbent")
+            return Decision.without_comparison("the candidate is the incumbent", ties=len(self.promotion))
         try:
             before, after = self.promotion_scores(incumbent, run_id), self.promotion_scores(candidate, run_id)
         except Exception as e:  # noqa: BLE001 - boundary: a candidate that cannot be scored is rejected
-            return Decision(0.0, 0.0, 0.0, 0, 0, 0, False, error=f"{type(e).__name__}: {e}"[:2000])
+            return Decision.without_comparison(f"{type(e).__name__}: {e}"[:2000])
         return accept(before, after, self.seed, self.margin)
 
     def promotion_scores(self, pair: Pair, run_id: str) -> dict[str, float]:
@@ -112,19 +119,18 @@ class Incumbent:
 
     def record(self, phase: str, candidate: Pair, against: Pair, decision: Decision) -> None:
         """Log a decision and append it to the run's history (the ratchet log)."""
+        g = decision.paired
         verdict = "accepted" if decision.accepted else "rejected"
         self.log(f"{phase}: {candidate.source} (evolve {candidate.brief()}) vs {against.source} on "
-                 f"{len(self.promotion)} promotion tasks: {decision.wins} wins, {decision.losses} losses, "
-                 f"{decision.ties} ties, gain {decision.gain:+.3f} [{decision.low:+.3f}, {decision.high:+.3f}] "
-                 f"(margin {self.margin:g}) -> {verdict}" + (f" ({decision.error})" if decision.error else ""))
+                 f"{len(self.promotion)} promotion tasks: {g.wins} wins, {g.losses} losses, {g.ties} ties, gain "
+                 f"{g.gain:+.3f} [{g.low:+.3f}, {g.high:+.3f}] (margin {self.margin:g}) -> {verdict}"
+                 + (f" ({decision.error})" if decision.error else ""))
         self.ledger.state.history.append(self._point(phase, candidate.source, decision))
         self.ledger.save()
 
     def _point(self, phase: str, challenger: str, decision: Decision) -> dict:
         """One entry of the history: the decision, and the incumbent after it (what the plots draw)."""
-        inc = self.pair
-        d = asdict(decision)
+        inc, d = self.pair, decision.record()
         return {"phase": phase, "generation": self.ledger.generation, "challenger": challenger,
-                "gain": d.pop("gain"), "gain_low": d.pop("low"), "gain_high": d.pop("high"), **d,
-                "incumbent": inc.source, "score": inc.score,
-                "pass_at_1": inc.pass_at_1, "ci_low": inc.ci_low, "ci_high": inc.ci_high}
+                "gain_low": d.pop("low"), "gain_high": d.pop("high"), **d, "incumbent": inc.source,
+                "score": inc.score, "pass_at_1": inc.pass_at_1, "ci_low": inc.ci_low, "ci_high": inc.ci_high}
