@@ -174,11 +174,20 @@ def check_estimate(c: Context) -> str:
                          f"reward {traj.reward} ({traj.error or 'the harness cannot play the solution'})")
     plan = make_plan(c.config, c.splits["train"], c.splits["dev"], c.splits["test"],
                      len(c.space.train_params) if c.space else 0)
-    h_phases = sum(p.startswith("h") for p in parse_schedule(c.config.schedule))
-    episodes = h_phases * plan.trials * plan.dev_tasks * plan.samples + plan.test_tasks * plan.samples
-    return (f"one oracle episode ({task.name}) took {seconds:.1f}s; {h_phases} h-phase(s) x {plan.trials} trials x "
-            f"{plan.dev_tasks} dev tasks x {plan.samples} sample(s) + {plan.test_tasks} test = {episodes} episodes "
-            f"~ {_duration(episodes * seconds)} serial at oracle speed (model generation and training not included)")
+    phases = parse_schedule(c.config.schedule)
+    h_phases, w_phases = (sum(p.startswith(k) and p != "w0" for p in phases) for k in ("h", "w"))
+    # Trials (twice with the harness arm), every decision's two promotion scores at most, and the final
+    # table's six pairs at most on the test tasks and a held-out block of about the test split's size.
+    trials = h_phases * plan.trials * (2 if c.config.arms else 1)
+    decisions = h_phases + 2 * w_phases + (2 if c.config.arms else 0)
+    pairs = 6 if c.config.arms else 4
+    episodes = plan.samples * (trials * plan.dev_tasks + 2 * decisions * c.config.splits.promotion
+                               + pairs * (plan.test_tasks + c.splits["test"]))
+    return (f"one oracle episode ({task.name}) took {seconds:.1f}s; at most {trials} trials x {plan.dev_tasks} "
+            f"evolve tasks, {decisions} promotion decisions x 2 x {c.config.splits.promotion} tasks, {pairs} final "
+            f"pairs x ({plan.test_tasks} test + {c.splits['test']} held-out), x {plan.samples} sample(s) = "
+            f"{episodes} episodes ~ {_duration(episodes * seconds)} serial at oracle speed (model generation "
+            "and training not included)")
 
 
 def _duration(seconds: float) -> str:
