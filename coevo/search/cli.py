@@ -25,6 +25,8 @@ def search(
     name: Annotated[str | None, typer.Option(help="Run name (default: the config's name or file stem).")] = None,
     budget: Annotated[float | None, typer.Option(help="Override the config's budget dial.")] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
+    backend: Annotated[str | None, typer.Option(help="Sandbox backend for every episode: local, docker or auto "
+                                                     "(default: the config's `sandbox`).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Run the preflight checks of `coevo check` "
                                                            "and exit; nothing is trained or searched.")] = False,
 ) -> None:
@@ -32,9 +34,8 @@ def search(
     if dry_run:
         if config is None:
             fail("--dry-run checks a CONFIG file; give one")
-        check(config, name=name, budget=budget, runs_dir=runs_dir)
+        check(config, name=name, budget=budget, runs_dir=runs_dir, backend=backend)
     from coevo.errors import CoevoError
-    from coevo.harness import HarnessError
     from coevo.search.config import load_config
     from coevo.search.run import Search, run_dir_of
 
@@ -45,9 +46,9 @@ def search(
             print(f"worker done: ran {ran} trial(s) of {folder}")
             return
         if resume is not None:
-            if budget is not None or config is not None:
-                fail("--resume continues a run with its own config and budget (in RUN/config.yaml); "
-                     "drop CONFIG and --budget")
+            if budget is not None or config is not None or backend is not None:
+                fail("--resume continues a run with its own config, budget and backend (in RUN/config.yaml); "
+                     "drop CONFIG, --budget and --backend")
             folder = run_dir_of(resume, runs_dir or Path("runs"))
             cfg = load_config(folder / "config.yaml")
             if cfg.run_dir.resolve() != folder.resolve():  # the folder moved: follow it
@@ -55,9 +56,10 @@ def search(
         elif config is None:
             fail("give a CONFIG file, or --resume RUN")
         else:
-            cfg = load_config(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None)
+            cfg = load_config(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None,
+                              sandbox=backend)
         state = Search(cfg, resume=resume is not None).run()
-    except (CoevoError, HarnessError, ValueError, OSError) as e:
+    except (CoevoError, ValueError, OSError) as e:
         fail(str(e))
     print(f"\nrun folder: {cfg.run_dir}\n  compare variants: coevo compare {cfg.run_dir}\n  browse in MLflow: "
           f"coevo ui {cfg.run_dir}\n  export the best pair: coevo export {cfg.run_dir} --out bundle/")
@@ -69,12 +71,14 @@ def check(
     name: Annotated[str | None, typer.Option(help="Run name, as for `coevo search`.")] = None,
     budget: Annotated[float | None, typer.Option(help="Budget dial, as for `coevo search`.")] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
+    backend: Annotated[str | None, typer.Option(help="Sandbox backend, as for `coevo search`.")] = None,
 ) -> None:
     """Preflight: config, space (each dimension rendered), tasks, model, sandbox, stores and a time
     estimate, checked before any compute is spent. Exits 1 when any check fails."""
     from coevo.search.preflight import preflight, print_rows
 
-    rows = preflight(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None)
+    rows = preflight(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None,
+                     sandbox=backend)
     bad = [r.check for r in rows if r.status != "PASS"]
     print_rows(rows, f"coevo check {config}: " + (f"{len(bad)} problem(s)" if bad else "all checks pass"))
     raise typer.Exit(1 if bad else 0)
