@@ -78,6 +78,8 @@ def test_search_runs_trials_tracks_every_pair_and_ends_with_the_test_table(finis
 
 
 def test_compare_prints_the_variants_from_mlflow(finished_run):
+    from coevo.search.final import ROWS
+
     config, _ = finished_run
     out = subprocess.run([sys.executable, "-m", "coevo.cli", "compare", str(config.run_dir), "--json"],
                          capture_output=True, text=True, check=True, cwd=ROOT).stdout
@@ -85,6 +87,10 @@ def test_compare_prints_the_variants_from_mlflow(finished_run):
     assert rows[0]["pass_at_1"] == max(r["pass_at_1"] or 0 for r in rows)
     assert {"h1 #0", "baseline"} <= {r["run"] for r in rows}
     assert all(r["differs"] for r in rows if r["run"].startswith("h1 #") and r["state"] != "FAIL")
+    assert not [r for r in rows if r["run"].startswith(("test ", "promote ", "held-out "))]  # evolve scores only
+    out = subprocess.run([sys.executable, "-m", "coevo.cli", "compare", str(config.run_dir), "--role", "test",
+                          "--json"], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert {r["run"] for r in json.loads(out)} <= {"test " + row for row in ROWS}  # one task set per table
 
 
 

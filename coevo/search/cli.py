@@ -109,7 +109,9 @@ def ui(
 
 def compare(
     run: Annotated[Path, typer.Argument(help="Run folder (or name under runs/).")],
-    phase: Annotated[str | None, typer.Option(help="Only this phase (h1, w1, test, ...).")] = None,
+    phase: Annotated[str | None, typer.Option(help="Only this phase (h1, w1, arm-harness, ...).")] = None,
+    role: Annotated[str, typer.Option(help="Which task set's scores: evolve (the trials), promotion, test or "
+                                           "held_out; one set per table.")] = "evolve",
     top: Annotated[int, typer.Option(help="Rows to show, best first (0: all).")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON, for scripts.")] = False,
 ) -> None:
@@ -120,14 +122,14 @@ def compare(
 
     try:
         folder = run_dir_of(run)
-        rows = variant_rows(folder, phase)
+        rows = variant_rows(folder, phase, role)
     except SearchError as e:
         fail(str(e))
     rows = rows[:top] if top else rows
     if as_json:
         print(json.dumps(rows, indent=1))
     else:
-        print_rows(rows, f"{folder.name}: harness variants by dev pass@1" + (f" ({phase})" if phase else ""))
+        print_rows(rows, f"{folder.name}: pairs by {role} pass@1" + (f" ({phase})" if phase else ""))
 
 
 def export(

@@ -1,5 +1,6 @@
 """`coevo compare`: every scored (harness, checkpoint) pair of a run, read back from its MLflow store, best
-first, with the harness fields where the variant differs from the base harness."""
+first, with the harness fields where the variant differs from the base harness. Scores on different task
+sets are never ranked together: one table per role (evolve by default; promotion, test, held_out)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ from pathlib import Path
 from coevo.outcomes import SUMMARY_METRICS
 from coevo.search.errors import SearchError
 
+ROLES = ("evolve", "promotion", "test", "held_out")
+"""The task roles an evaluation can be scored on (its MLflow tag `role`; evolve runs carry none)."""
 
-def variant_rows(folder: Path, phase: str | None = None) -> list[dict]:
+
+def variant_rows(folder: Path, phase: str | None = None, role: str = "evolve") -> list[dict]:
     from mlflow import MlflowClient
     from mlflow.entities import ViewType
 
     from coevo.search.config import load_config
     from coevo.search.tracking import store_of
 
+    if role not in ROLES:
+        raise SearchError(f"--role {role!r}: valid are {', '.join(ROLES)}")
     config = load_config(folder / "config.yaml")
     uri, _ = store_of(folder)
     client = MlflowClient(uri)
@@ -29,6 +35,8 @@ def variant_rows(folder: Path, phase: str | None = None) -> list[dict]:
     rows = []
     for r in runs:
         tags, m = r.data.tags, r.data.metrics
+        if tags.get("role", "evolve") != role:
+            continue
         if phase and tags.get("phase") != phase and not r.info.run_name.startswith(phase):
             continue
         diff = {k: v for k, v in r.data.params.items() if base_params.get(k) != v and not k.startswith("train.")}
