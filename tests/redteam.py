@@ -290,3 +290,16 @@ class RedTeam:
                 assert box.run("echo $KEEP").output == "me\n", command
         finally:
             box.close()
+
+
+def targets_fixture(tmp_path_factory):
+    """The body of each backend's module-scoped `redteam` fixture: the probe task and the host-side
+    targets, with the environment the probes look for set while the module runs."""
+    env: dict[str, str] = {}
+    task, targets = RedTeam.make_targets(tmp_path_factory.mktemp("redteam"), env)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield task, targets
+    for key, value in saved.items():
+        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    targets.close()

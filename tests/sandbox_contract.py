@@ -125,7 +125,8 @@ class SandboxContract:
         probe = sandbox.run("ulimit -u > /tmp/nproc; read n < /tmp/nproc; echo NPROC=$n")  # builtins: no fork
         nproc = int(re.findall(r"^NPROC=(\d+)$", probe.output, re.MULTILINE)[-1])
         assert len(pid_namespace_members(ns)) <= nproc + 2  # the limit holds; the host can still fork
-        assert "alive" in sandbox.run("echo alive", timeout=10).output
+        after = sandbox.run("echo alive", timeout=10)
+        assert "alive" in after.output, after  # the whole result, to tell a slow restart from a dead shell
         sandbox.close()
         assert pid_namespace_members(ns) == []
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from redteam import PROBES, REPO, TAMPER, RedTeam, pid_names, running
+from redteam import PROBES, REPO, TAMPER, RedTeam, pid_names, running, targets_fixture
 
 from coevo.sandbox import local, make_sandbox
 
@@ -21,14 +21,7 @@ PARALLEL = int(os.environ.get("COEVO_REDTEAM_PARALLEL", "8"))  # 32 for the full
 
 @pytest.fixture(scope="module")
 def redteam(tmp_path_factory):
-    env: dict[str, str] = {}
-    task, targets = RedTeam.make_targets(tmp_path_factory.mktemp("redteam"), env)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield task, targets
-    for key, value in saved.items():
-        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    targets.close()
+    yield from targets_fixture(tmp_path_factory)
 
 
 def pytest_generate_tests(metafunc):

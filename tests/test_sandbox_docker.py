@@ -231,16 +231,9 @@ def test_prune_while_other_episodes_come_and_go(task):
 # -- the red-team suite (tests/redteam.py), against the docker backend --------------------------------
 @pytest.fixture(scope="module")
 def redteam(tmp_path_factory):
-    from redteam import RedTeam
+    from redteam import targets_fixture
 
-    env: dict[str, str] = {}
-    task, targets = RedTeam.make_targets(tmp_path_factory.mktemp("redteam"), env)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield task, targets
-    for key, value in saved.items():
-        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    targets.close()
+    yield from targets_fixture(tmp_path_factory)
 
 
 # Probes written for the local backend's root (the host's system folders only). In a container the
