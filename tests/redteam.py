@@ -186,8 +186,10 @@ class RedTeam:
     def start_sandbox(self, task):
         raise NotImplementedError
 
-    @classmethod
-    def make_targets(cls, root: Path, monkeypatch_env: dict) -> tuple[object, Targets]:
+    @staticmethod
+    def targets(root: Path):
+        """The body of each backend's module-scoped `redteam` fixture: the probe task and the host-side
+        targets, with the planted API key in the environment while the module runs."""
         from conftest import write_task
 
         from coevo.tasks import load_task
@@ -197,12 +199,15 @@ class RedTeam:
         other = write_task(root / "other-set", "other-000", solve_sh="echo SECRET\n")
         targets = Targets(task.path, other)
         (other / "solution" / "solve.sh").write_text(f"echo {targets.secret}\n")
-        monkeypatch_env["OPENAI_API_KEY"] = targets.key
+        saved = os.environ.get("OPENAI_API_KEY")
+        os.environ["OPENAI_API_KEY"] = targets.key
         targets.process.kill()  # respawn it with the key in its environment, as a host service would be
         targets.process.wait()
         targets.process = subprocess.Popen([targets.proc_name, "600"], executable="/bin/sleep",
                                            env={**os.environ, "OPENAI_API_KEY": targets.key})
-        return task, targets
+        yield task, targets
+        os.environ.pop("OPENAI_API_KEY") if saved is None else os.environ.__setitem__("OPENAI_API_KEY", saved)
+        targets.close()
 
     # -- probes --------------------------------------------------------------------------------------
     def test_probe_holds(self, redteam, probe: Probe):
@@ -291,15 +296,3 @@ class RedTeam:
         finally:
             box.close()
 
-
-def targets_fixture(tmp_path_factory):
-    """The body of each backend's module-scoped `redteam` fixture: the probe task and the host-side
-    targets, with the environment the probes look for set while the module runs."""
-    env: dict[str, str] = {}
-    task, targets = RedTeam.make_targets(tmp_path_factory.mktemp("redteam"), env)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield task, targets
-    for key, value in saved.items():
-        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    targets.close()

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from redteam import PROBES, REPO, TAMPER, RedTeam, pid_names, running, targets_fixture
+from redteam import PROBES, REPO, TAMPER, RedTeam, pid_names, running
 
 from coevo.sandbox import local, make_sandbox
 
@@ -21,7 +21,7 @@ PARALLEL = int(os.environ.get("COEVO_REDTEAM_PARALLEL", "8"))  # 32 for the full
 
 @pytest.fixture(scope="module")
 def redteam(tmp_path_factory):
-    yield from targets_fixture(tmp_path_factory)
+    yield from RedTeam.targets(tmp_path_factory.mktemp("redteam"))
 
 
 def pytest_generate_tests(metafunc):

@@ -231,9 +231,9 @@ def test_prune_while_other_episodes_come_and_go(task):
 # -- the red-team suite (tests/redteam.py), against the docker backend --------------------------------
 @pytest.fixture(scope="module")
 def redteam(tmp_path_factory):
-    from redteam import targets_fixture
+    from redteam import RedTeam
 
-    yield from targets_fixture(tmp_path_factory)
+    yield from RedTeam.targets(tmp_path_factory.mktemp("redteam"))
 
 
 # Probes written for the local backend's root (the host's system folders only). In a container the
