@@ -16,6 +16,7 @@ from coevo.outcomes import SUMMARY_METRICS
 from coevo.search.errors import SearchError
 from coevo.search.final import ROWS
 from coevo.search.inputs import GREEDY
+from coevo.search.instructions.lineage import evolved_lineage, prompts_of
 from coevo.search.tracking import store_of
 
 PACKAGES = ("torch", "transformers", "trl", "optuna", "mlflow", "pydantic")
@@ -37,7 +38,8 @@ def export_bundle(run_folder: Path, out: Path, row: str = "co-evolved", register
     record = state.test[row]
     # The harness the row was scored under: greedy decoding too, unless the search opted out of it.
     scoring = GREEDY if config.greedy else {}
-    harness = load_harness(config.harness).with_overrides({**config.overrides, **record["overrides"], **scoring})
+    harness = load_harness(config.harness).with_overrides({**config.overrides, **prompts_of(run_folder),
+                                                           **record["overrides"], **scoring})
     report = bundle_report(config, state, row, record, run_folder)
     write_bundle(out, harness, Path(record["checkpoint"]), report, _readme(report))
     version = register_bundle(config, run_folder, state, out, register) if register else None
@@ -57,6 +59,7 @@ def bundle_report(config, state, row: str, record: dict, run_folder: Path) -> di
         "table": {r: {k: state.test[r].get(k) for k in keep} for r in ROWS if r in state.test},
         "per_task": record["per_task"],
         "fingerprint": record.get("fingerprint", ""),
+        "evolved_templates": evolved_lineage(run_folder, record.get("overrides") or {}),
         "verdict": state.verdict,
         "dev": {"objective": config.objective, "score": incumbent.score, "pass_at_1": incumbent.pass_at_1,
                 "ci_low": incumbent.ci_low, "ci_high": incumbent.ci_high}

@@ -62,6 +62,7 @@ class Inputs:
 
 def load_inputs(config: SearchConfig) -> Inputs:
     from coevo.harness import load_harness
+    from coevo.search.instructions.lineage import with_run_prompts
     from coevo.search.space_check import load_space
     from coevo.tasks import load_taskset
 
@@ -71,6 +72,7 @@ def load_inputs(config: SearchConfig) -> Inputs:
         base = base.with_overrides(config.overrides)
     space = load_space(config.space, base)
     check_greedy(config, space)
+    base = with_run_prompts(base, space, config.run_dir)  # where GEPA's evolved templates resolve
     taskset = load_taskset(config.tasks)
     splits = {s: taskset.split(s) for s in ("train", "dev", "test")}
     empty = [s for s, tasks in splits.items() if not tasks]

@@ -9,6 +9,7 @@ from typing import Any
 
 from coevo.config import read_yaml, walk
 from coevo.search.errors import SearchError
+from coevo.search.instructions.spec import evolve_param, evolve_problems, is_evolve
 from coevo.search.space import ENTRY_KEYS, TRAIN_PREFIX, TYPES, UNSET, Param, SearchSpace, split_overrides
 
 
@@ -26,11 +27,12 @@ def parse_space(data: Any, source: str, base=None) -> SearchSpace:
     errors: list[str] = []
     params = []
     for key, entry in data.items():
-        problems = entry_problems(str(key), entry)
+        evolved = is_evolve(entry)  # {evolve: gepa, ...}: GEPA writes the choices (coevo/search/instructions)
+        problems = evolve_problems(str(key), entry) if evolved else entry_problems(str(key), entry)
         if problems:
             errors += [f"{source}: '{key}': {p}" for p in problems]
         else:
-            params.append(_param(str(key), entry))
+            params.append(evolve_param(str(key), entry, base) if evolved else _param(str(key), entry))
     by_path = {p.path: p for p in params}
     bad = set()
     for p in params:

@@ -1,0 +1,149 @@
+"""The h-phase hook: before Optuna samples, each `evolve: gepa` key of the space gets its choices from a
+GEPA run on the start pair (the incumbent's checkpoint and harness), scored on the evolve set only.
+
+The result is saved in the run folder (runs/<name>/gepa/<phase>-<slot>/result.json) once GEPA is done,
+and GEPA keeps its own resumable state beside it, so a resumed run (or a `--join` worker) reads the
+choices back instead of running GEPA again, and a killed GEPA continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from coevo.search.context import RunContext
+from coevo.search.errors import SearchError
+from coevo.search.instructions.lineage import TemplateStore, run_prompts
+from coevo.search.instructions.spec import EvolveParam, EvolveSpec
+from coevo.search.state import Pair
+
+
+def evolve_instructions(ctx: RunContext, phase: str, run_id: str, start: Pair | None = None) -> None:
+    """Set the choices of every evolve key for `phase`: GEPA's saved result, or a new GEPA run on
+    `start` (default: the incumbent)."""
+    for param in ctx.inputs.space.params:
+        if isinstance(param, EvolveParam):
+            folder = ctx.run_dir / "gepa" / f"{phase}-{param.slot}"
+            done = folder / "result.json"
+            if not done.is_file():
+                result = run_gepa(ctx, param, phase, run_id, start or ctx.incumbent.pair, folder)
+                if result["candidates"]:
+                    enqueue(ctx, phase, param.path, result["candidates"][0]["name"])
+                done.write_text(json.dumps(result, indent=1) + "\n")
+            param.choices = json.loads(done.read_text())["choices"]
+
+
+def run_gepa(ctx: RunContext, param: EvolveParam, phase: str, run_id: str, start: Pair, folder: Path) -> dict:
+    import gepa
+
+    from coevo.search.instructions.adapter import HarnessAdapter
+    from coevo.search.instructions.tracking import log_result
+
+    spec, config, base = param.evolve, ctx.inputs.config, ctx.inputs.base
+    folder.mkdir(parents=True, exist_ok=True)
+    store = TemplateStore(run_prompts(ctx.run_dir), param.slot, phase, folder)
+    seed_name = start.overrides.get(param.path, getattr(base.templates, param.slot))
+    seed_text = store.known(seed_name)
+    store.known(getattr(base.templates, param.slot))
+    adapter = HarnessAdapter(param.slot, store, lambda name: ctx.inputs.scoring_harness({**start.overrides,
+                                                                                        param.path: name}),
+                             rollouts(ctx, start), config.objective, reflection_lm(spec, config.space, param.path),
+                             ctx.log)
+    ctx.log(f"gepa {phase} {param.path}: evolving {seed_name} on {len(ctx.inputs.dev)} evolve tasks, "
+            f"budget {spec.budget} episodes, reflection LM {spec.reflection_lm}")
+    started = time.monotonic()
+    result = gepa.optimize(seed_candidate={param.slot: seed_text}, trainset=ctx.inputs.dev, valset=ctx.inputs.dev,
+                           adapter=adapter, max_metric_calls=spec.budget, reflection_minibatch_size=spec.minibatch,
+                           run_dir=str(folder / "state"), seed=config.seed, raise_on_exception=False,
+                           track_best_outputs=False, cache_evaluation=True, display_progress_bar=False,
+                           logger=FileLog(folder / "gepa.log"), stop_callbacks=perfect)
+    summary = summarize(result, store, spec, getattr(base.templates, param.slot), seed_name,
+                        round(time.monotonic() - started, 1))
+    log_result(ctx.tracker, run_id, phase, param.path, spec, summary, store)
+    best = summary["candidates"][0] if summary["candidates"] else None
+    ctx.log(f"gepa {phase} {param.path}: {len(summary['candidates'])} evolved text(s), "
+            f"{len(summary['rejected'])} rejected, {summary['metric_calls']} episodes; seed "
+            f"{summary['seed_score']:.3f}" + (f", best {best['name']} {best['score']:.3f}" if best else ""))
+    return summary
+
+
+def perfect(state) -> bool:
+    """Stop once a candidate scores full marks on every evolve task: GEPA would spend the rest of its
+    budget skipping perfect minibatches."""
+    return max(state.program_full_scores_val_set, default=0.0) >= 1.0
+
+
+class FileLog:
+    """GEPA's log (every iteration, every proposed text) goes to the run folder, not the search's output."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def log(self, message: str) -> None:
+        with self.path.open("a") as f:
+            f.write(message + "\n")
+
+
+def enqueue(ctx: RunContext, phase: str, key: str, name: str) -> None:
+    """GEPA's best text is the phase's first trial: Optuna need not rediscover what GEPA measured."""
+    from coevo.search.study import open_study
+
+    study = open_study(ctx.storage, f"{ctx.inputs.config.name}.{phase}", None, None)
+    study.enqueue_trial({key: name}, skip_if_exists=True)
+
+
+def summarize(result, store: TemplateStore, spec: EvolveSpec, base_name: str, seed_name: str, seconds: float
+              ) -> dict:
+    """What the phase keeps: the choices (base, seed, then the best `keep` evolved texts) and each
+    candidate's evolve score and parents."""
+    slot = store.slot
+    names = [store.write(c[slot]) for c in result.candidates]
+    candidates = [{"name": names[i], "score": result.val_aggregate_scores[i],
+                   "parents": [names[p] for p in result.parents[i] if p is not None]}
+                  for i in range(1, len(names)) if names[i] not in (base_name, seed_name)]
+    candidates.sort(key=lambda c: -c["score"])
+    choices = list(dict.fromkeys([base_name, seed_name, *(c["name"] for c in candidates[:spec.keep])]))
+    return {"slot": slot, "phase": store.phase, "seed": seed_name, "seed_score": result.val_aggregate_scores[0],
+            "choices": choices, "candidates": candidates, "rejected": store.rejected(),
+            "metric_calls": result.total_metric_calls, "seconds": seconds, "reflection_lm": spec.reflection_lm}
+
+
+def rollouts(ctx: RunContext, start: Pair):
+    """(tasks, harness) -> trajectories: the start pair's policy, the search's samples, seed and sandbox."""
+    from functools import partial
+
+    from coevo.rollout import rollout
+    from coevo.sandbox import make_sandbox
+
+    config = ctx.inputs.config
+
+    def run(tasks: list, harness) -> list:
+        policy = ctx.evaluator.policy(harness, start.checkpoint, tasks)
+        return rollout(tasks, harness, policy, n_per_task=ctx.inputs.plan.samples, seed=config.seed,
+                       make_sandbox=partial(make_sandbox, backend=config.sandbox))
+
+    return run
+
+
+def reflection_lm(spec: EvolveSpec, source: Path, key: str):
+    """prompt -> reply through dspy.LM. The key is read from the environment here and lives only in
+    memory: no cache, no retries that could outlive the timeout."""
+    import dspy
+
+    api_key = "none"  # a server without auth still gets a syntactically valid key
+    if spec.api_key_env:
+        api_key = os.environ.get(spec.api_key_env, "")
+        if not api_key:
+            raise SearchError(f"{source}: '{key}': api_key_env: the environment variable {spec.api_key_env} is "
+                              "unset or empty; export it, or leave api_key_env out for a server without auth")
+    lm = dspy.LM(spec.reflection_lm, api_base=spec.api_base, api_key=api_key, cache=False, num_retries=0,
+                 timeout=spec.timeout_s, max_tokens=spec.max_tokens)
+
+    def call(prompt: str) -> str:
+        outputs = lm(prompt)
+        first = outputs[0] if outputs else ""
+        return first["text"] if isinstance(first, dict) else str(first)
+
+    return call
