@@ -9,6 +9,7 @@ from coevo.evaluate import cli as eval_cli
 from coevo.rollout import cli as rollout_cli
 from coevo.sandbox import cli as sandbox_cli
 from coevo.search import cli as search_cli
+from coevo.serve import cli as serve_cli
 from coevo.tasks import cli as tasks_cli
 from coevo.train import cli as train_cli
 
@@ -31,6 +32,7 @@ app.command("check")(search_cli.check)
 app.command("ui")(search_cli.ui)
 app.command("compare")(search_cli.compare)
 app.command("export")(search_cli.export)
+app.command("serve")(serve_cli.serve)
 
 
 if __name__ == "__main__":

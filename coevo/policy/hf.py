@@ -9,6 +9,7 @@ With top_p<1 the tokens are still drawn from the truncated distribution; only th
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from coevo import Completion, GenerationRequest, SamplingParams
@@ -16,6 +17,11 @@ from coevo import Completion, GenerationRequest, SamplingParams
 DTYPES = ("float32", "bfloat16")
 STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
 """A turn ends on either; the one that ended it stays in the completion (the token buffer needs it)."""
+
+
+def stop_token_ids(tokenizer) -> list[int]:
+    vocab = tokenizer.get_vocab()
+    return [vocab[t] for t in STOP_TOKENS if t in vocab] or [tokenizer.eos_token_id]
 
 
 class HFPolicy:
@@ -31,8 +37,7 @@ class HFPolicy:
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
         self.model.to(self.device).eval()
-        vocab = self.tokenizer.get_vocab()
-        self.stop_ids = [vocab[t] for t in STOP_TOKENS if t in vocab] or [self.tokenizer.eos_token_id]
+        self.stop_ids = stop_token_ids(self.tokenizer)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stop_ids[0]
         # A checkpoint's own defaults (top_k, repetition_penalty, ...) would fill every parameter we leave
         # unset and sample from a distribution the logprobs do not describe: SamplingParams is the whole story.
@@ -55,13 +60,18 @@ class HFPolicy:
             mask[row, width - len(r.token_ids):] = 1
         return ids.to(self.device), mask.to(self.device)
 
-    def generate(self, requests: list[GenerationRequest], params: SamplingParams) -> list[Completion]:
+    def generate(self, requests: list[GenerationRequest], params: SamplingParams,
+                 on_step: Callable[[list[int], list[float]], None] | None = None) -> list[Completion]:
+        """`on_step(tokens, logprobs)`, if given, sees each decoding step as it happens: one sampled token
+        per row (padding after a row has stopped) and its logprob, so that a server can stream."""
         import torch
 
         if not requests:
             return []
         ids, mask = self._batch(requests)
         greedy = params.temperature <= 0
+        scale = 1.0 if greedy else params.temperature
+        hooks = step_hooks(on_step, scale) if on_step is not None else {}
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             if params.seed is not None:
                 # Mixed with the prompts, so that the turns of a rollout (which share params.seed) do not
@@ -72,9 +82,9 @@ class HFPolicy:
                     input_ids=ids, attention_mask=mask, max_new_tokens=params.max_tokens,
                     do_sample=not greedy, temperature=params.temperature if not greedy else 1.0,
                     top_p=params.top_p if not greedy else 1.0, output_logits=True, return_dict_in_generate=True,
+                    **hooks,
                 )
         new = out.sequences[:, ids.shape[1]:]
-        scale = 1.0 if greedy else params.temperature
         # out.logits: one (batch, vocab) tensor per step, raw (before temperature/top-p); taken a step at a
         # time so that a large vocabulary is never materialised twice.
         logprobs = torch.stack([torch.log_softmax(step.float() / scale, dim=-1).gather(-1, new[:, i, None])[:, 0]
@@ -89,3 +99,37 @@ class HFPolicy:
             return Completion(text, tokens, logprobs, finish_reason="length")
         text = self.tokenizer.decode(tokens[:end], skip_special_tokens=False)
         return Completion(text, tokens[: end + 1], logprobs[: end + 1], finish_reason="stop")
+
+
+def step_hooks(on_step: Callable[[list[int], list[float]], None], scale: float) -> dict:
+    """`generate` keyword arguments that call `on_step` once per decoding step.
+
+    A logits processor placed before the sampling warpers keeps the step's raw logits; the streamer, which
+    `generate` hands the sampled tokens right after, scores them with the same formula as the returned
+    logprobs, so that a streamed logprob equals the final one.
+    """
+    import torch
+    from transformers.generation import BaseStreamer, LogitsProcessor, LogitsProcessorList
+
+    class KeepRawLogits(LogitsProcessor):
+        last = None
+
+        def __call__(self, input_ids, scores):
+            self.last = scores.clone()
+            return scores
+
+    class StepStreamer(BaseStreamer):
+        prompt_seen = False
+
+        def put(self, value):
+            if not self.prompt_seen:  # generate first puts the prompt itself
+                self.prompt_seen = True
+                return
+            logprobs = torch.log_softmax(keep.last.float() / scale, dim=-1).gather(-1, value[:, None].to(keep.last.device))
+            on_step(value.tolist(), logprobs[:, 0].tolist())
+
+        def end(self):
+            pass
+
+    keep = KeepRawLogits()
+    return {"logits_processor": LogitsProcessorList([keep]), "streamer": StepStreamer()}

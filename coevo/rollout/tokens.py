@@ -118,9 +118,13 @@ class TokenBuffer:
         ref_text = self.chat.render(messages, generation_prompt=not ends_with_reply)
         if ref_text.startswith(self.text):  # the template's closing of the last turn was never sampled
             ref_text = self.text
-        ref, buf = self.chat.encode(ref_text), self.prompt_ids + self.ids
-        matcher = difflib.SequenceMatcher(a=buf, b=ref, autojunk=False)
-        return max(len(buf), len(ref)) - sum(b.size for b in matcher.get_matching_blocks())
+        return token_drift(self.prompt_ids + self.ids, self.chat.encode(ref_text))
+
+
+def token_drift(a: list[int], b: list[int]) -> int:
+    """Tokens not shared between two id sequences (outside their longest matching blocks, in order)."""
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    return max(len(a), len(b)) - sum(block.size for block in matcher.get_matching_blocks())
 
 
 def _common_prefix(a: str, b: str) -> int:

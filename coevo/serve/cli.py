@@ -1,0 +1,47 @@
+"""`coevo serve MODEL_DIR`: the checkpoint behind an OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def serve(
+    model_dir: Annotated[Path, typer.Argument(help="A Hugging Face checkpoint folder (with its tokenizer).")],
+    host: Annotated[str, typer.Option(help="Interface to bind; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8000,
+    name: Annotated[str | None, typer.Option(help="The model's name in the API (default: the folder's name).")
+                    ] = None,
+    api_key: Annotated[str | None, typer.Option(
+        envvar="COEVO_API_KEY", show_envvar=True,
+        help="Require 'Authorization: Bearer KEY'. Prefer the environment variable: a flag shows in `ps`.")] = None,
+    max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens for requests that do not give one.")] = 512,
+    batch_window_ms: Annotated[float, typer.Option(min=0, help="How long to gather concurrent requests.")] = 5.0,
+    max_batch: Annotated[int, typer.Option(min=1, help="Most rows in one generate call.")] = 64,
+    device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
+    dtype: Annotated[str, typer.Option(help="float32 or bfloat16.")] = "float32",
+) -> None:
+    """Serve a local checkpoint: /v1/models, /v1/chat/completions, /v1/completions (streaming, logprobs,
+    token ids) and per-episode recorded sessions at /sessions/{id}/v1."""
+    if not (model_dir / "config.json").is_file():
+        typer.secho(f"error: {model_dir}: no config.json; give a Hugging Face checkpoint folder", fg="red", err=True)
+        raise typer.Exit(2)
+    import uvicorn
+
+    from coevo.policy.hf import HFPolicy
+    from coevo.serve.app import create_app
+
+    try:
+        policy = HFPolicy(model_dir, device=device, dtype=dtype)
+    except (OSError, ValueError) as e:
+        typer.secho(f"error: {model_dir}: {e}", fg="red", err=True)
+        raise typer.Exit(2) from None
+    served_name = name or model_dir.resolve().name
+    app = create_app(policy, policy.tokenizer, served_name, api_key=api_key, default_max_tokens=max_tokens,
+                     context_length=policy.model.config.max_position_embeddings,
+                     window_s=batch_window_ms / 1000, max_rows=max_batch)
+    auth = "bearer key required" if api_key else "no key"
+    typer.echo(f"coevo serve: {served_name} on http://{host}:{port}/v1 ({auth}); sessions at /sessions/ID/v1")
+    uvicorn.run(app, host=host, port=port, log_level="info")

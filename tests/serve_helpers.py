@@ -1,0 +1,51 @@
+"""What the `coevo serve` tests share: the tiny model built here, and a real uvicorn server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL = "tiny"
+
+
+def build_model(folder: Path) -> Path:
+    from coevo.train.model import build_tiny_model
+
+    return build_tiny_model(folder, REPO / "tasks", seed=0)
+
+
+@contextmanager
+def serving(policy, tokenizer, **options):
+    """A server over `policy` at a free port; yields (server, app)."""
+    from coevo.serve.app import create_app
+    from coevo.serve.server import ServerThread
+
+    options.setdefault("context_length", 4096)
+    app = create_app(policy, tokenizer, MODEL, **options)
+    with ServerThread(app) as server:
+        yield server, app
+
+
+def client(server, prefix: str = "/v1", api_key: str = "unused"):
+    from openai import OpenAI
+
+    return OpenAI(base_url=server.url + prefix, api_key=api_key, max_retries=0, timeout=60)
+
+
+def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
+    """The prompt ids a client would expect: the checkpoint's chat template, tokenized once."""
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+def post(url: str, data: bytes, headers: dict | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
