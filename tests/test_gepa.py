@@ -41,7 +41,7 @@ def evolved_run(tasks, tmp_path_factory):
         for name, value in CANARY.items():
             env.setenv(name, value)
         path = write_config(folder, tasks, policy.url, reflection.url,
-                            evolve={"api_key_env": "COEVO_CANARY_REFLECTION_KEY"},
+                            evolve={"api_key_env": "COEVO_CANARY_REFLECTION_KEY"}, arms=True,
                             policy={"backend": "openai", "model": "phrase-policy", "base_url": policy.url,
                                     "api_key_env": "COEVO_CANARY_POLICY_KEY"})
         lines: list[str] = []
@@ -77,6 +77,8 @@ def test_gepa_finds_the_phrase_and_the_ratchet_accepts_it(evolved_run):
     decision = next(r for r in state.history if r["phase"] == "h1")
     assert decision["accepted"] and decision["wins"] > decision["losses"] and decision["gain_low"] > 0
     assert state.test["co-evolved"]["pass_at_1"] == 1.0 and state.test["baseline"]["pass_at_1"] == 0.0
+    # The harness-only arm chose among the same texts (GEPA on generation 0 is part of its lever).
+    assert state.arms["harness-only"].overrides["templates.system"].startswith("evolved/")
 
 
 def test_reflection_reads_instruction_actions_and_per_check_results(evolved_run):

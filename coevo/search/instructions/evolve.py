@@ -23,16 +23,46 @@ from coevo.search.state import Pair
 def evolve_instructions(ctx: RunContext, phase: str, run_id: str, start: Pair | None = None) -> None:
     """Set the choices of every evolve key for `phase`: GEPA's saved result, or a new GEPA run on
     `start` (default: the incumbent)."""
-    for param in ctx.inputs.space.params:
-        if isinstance(param, EvolveParam):
-            folder = ctx.run_dir / "gepa" / f"{phase}-{param.slot}"
-            done = folder / "result.json"
-            if not done.is_file():
-                result = run_gepa(ctx, param, phase, run_id, start or ctx.incumbent.pair, folder)
-                if result["candidates"]:
-                    enqueue(ctx, phase, param.path, result["candidates"][0]["name"])
-                done.write_text(json.dumps(result, indent=1) + "\n")
-            param.choices = json.loads(done.read_text())["choices"]
+    for param in evolve_params(ctx):
+        param.choices = phase_choices(ctx, param, phase, run_id, start or ctx.incumbent.pair)
+
+
+def arm_instructions(ctx: RunContext, phases: list[str], run_id: str, start: Pair) -> None:
+    """The harness-only arm chooses among what the run's generation-0 h-phases evolved (the union of
+    their choices, which `widened` lays over their copied trials); without such phases GEPA runs for the
+    arm itself, on `start`."""
+    for param in evolve_params(ctx):
+        names = [n for phase in phases or ["arm-harness"] for n in phase_choices(ctx, param, phase, run_id, start)]
+        param.choices = list(dict.fromkeys(names))
+
+
+def widened(space, trials: list) -> list:
+    """Copies of finished trials whose evolve keys take the space's current (wider) choices: Optuna
+    refuses one key with two choice lists in one study."""
+    import copy
+
+    current = {p.path: p.distribution() for p in space.params if isinstance(p, EvolveParam)}
+    out = []
+    for trial in trials:
+        trial = copy.deepcopy(trial)
+        trial.distributions = {k: current.get(k, d) for k, d in trial.distributions.items()}
+        out.append(trial)
+    return out
+
+
+def evolve_params(ctx: RunContext) -> list[EvolveParam]:
+    return [p for p in ctx.inputs.space.params if isinstance(p, EvolveParam)]
+
+
+def phase_choices(ctx: RunContext, param: EvolveParam, phase: str, run_id: str, start: Pair) -> list[str]:
+    folder = ctx.run_dir / "gepa" / f"{phase}-{param.slot}"
+    done = folder / "result.json"
+    if not done.is_file():
+        result = run_gepa(ctx, param, phase, run_id, start, folder)
+        if result["candidates"]:
+            enqueue(ctx, phase, param.path, result["candidates"][0]["name"])
+        done.write_text(json.dumps(result, indent=1) + "\n")
+    return json.loads(done.read_text())["choices"]
 
 
 def run_gepa(ctx: RunContext, param: EvolveParam, phase: str, run_id: str, start: Pair, folder: Path) -> dict:
@@ -59,7 +89,8 @@ def run_gepa(ctx: RunContext, param: EvolveParam, phase: str, run_id: str, start
                            run_dir=str(folder / "state"), seed=config.seed, raise_on_exception=False,
                            track_best_outputs=False, cache_evaluation=True, display_progress_bar=False,
                            logger=FileLog(folder / "gepa.log"), stop_callbacks=perfect)
-    summary = summarize(result, store, spec, getattr(base.templates, param.slot), seed_name,
+    pooled = [p.overrides[param.path] for p in ctx.ledger.state.pool if param.path in p.overrides]
+    summary = summarize(result, store, spec, [getattr(base.templates, param.slot), seed_name, *pooled],
                         round(time.monotonic() - started, 1))
     log_result(ctx.tracker, run_id, phase, param.path, spec, summary, store)
     best = summary["candidates"][0] if summary["candidates"] else None
@@ -94,17 +125,16 @@ def enqueue(ctx: RunContext, phase: str, key: str, name: str) -> None:
     study.enqueue_trial({key: name}, skip_if_exists=True)
 
 
-def summarize(result, store: TemplateStore, spec: EvolveSpec, base_name: str, seed_name: str, seconds: float
-              ) -> dict:
-    """What the phase keeps: the choices (base, seed, then the best `keep` evolved texts) and each
-    candidate's evolve score and parents."""
-    slot = store.slot
+def summarize(result, store: TemplateStore, spec: EvolveSpec, kept: list[str], seconds: float) -> dict:
+    """What the phase keeps: the choices (`kept`: the base's, the seed's and the pool's templates, then
+    the best `keep` evolved texts) and each candidate's evolve score and parents."""
+    slot, seed_name = store.slot, kept[1]
     names = [store.write(c[slot]) for c in result.candidates]
     candidates = [{"name": names[i], "score": result.val_aggregate_scores[i],
                    "parents": [names[p] for p in result.parents[i] if p is not None]}
-                  for i in range(1, len(names)) if names[i] not in (base_name, seed_name)]
+                  for i in range(1, len(names)) if names[i] not in kept]
     candidates.sort(key=lambda c: -c["score"])
-    choices = list(dict.fromkeys([base_name, seed_name, *(c["name"] for c in candidates[:spec.keep])]))
+    choices = list(dict.fromkeys([*kept, *(c["name"] for c in candidates[:spec.keep])]))
     return {"slot": slot, "phase": store.phase, "seed": seed_name, "seed_score": result.val_aggregate_scores[0],
             "choices": choices, "candidates": candidates, "rejected": store.rejected(),
             "metric_calls": result.total_metric_calls, "seconds": seconds, "reflection_lm": spec.reflection_lm}
