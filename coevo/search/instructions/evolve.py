@@ -131,7 +131,8 @@ def summarize(result, store: TemplateStore, spec: EvolveSpec, kept: list[str], s
     slot, seed_name = store.slot, kept[1]
     names = [store.write(c[slot]) for c in result.candidates]
     candidates = [{"name": names[i], "score": result.val_aggregate_scores[i],
-                   "parents": [names[p] for p in result.parents[i] if p is not None]}
+                   "parents": [names[p] for p in result.parents[i] if p is not None],
+                   "found_after": result.discovery_eval_counts[i]}  # episodes GEPA had spent when it proposed it
                   for i in range(1, len(names)) if names[i] not in kept]
     candidates.sort(key=lambda c: -c["score"])
     choices = list(dict.fromkeys([*kept, *(c["name"] for c in candidates[:spec.keep])]))
