@@ -188,3 +188,20 @@ def test_an_unset_key_variable_is_an_error_naming_it(monkeypatch):
     spec = EvolveSpec(evolve="gepa", budget=4, reflection_lm="openai/x", api_key_env="COEVO_NO_SUCH_KEY")
     with pytest.raises(SearchError, match="space.yaml: 'templates.system': api_key_env: .*COEVO_NO_SUCH_KEY"):
         reflection_lm(spec, Path("space.yaml"), "templates.system")
+
+
+def test_check_names_an_unset_key_and_counts_gepa_episodes(tasks, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from coevo.cli import app
+
+    monkeypatch.delenv("COEVO_UNSET_REFLECTION_KEY", raising=False)
+    unused = "http://127.0.0.1:9/v1"  # preflight calls neither endpoint
+    path = write_config(tmp_path, tasks, unused, unused, evolve={"api_key_env": "COEVO_UNSET_REFLECTION_KEY"})
+    result = CliRunner().invoke(app, ["check", str(path)], env={"COLUMNS": "400"})
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1 and "FAIL space" in out, out
+    assert "'templates.system': api_key_env: the environment variable COEVO_UNSET_REFLECTION_KEY is unset" in out
+    monkeypatch.setenv("COEVO_UNSET_REFLECTION_KEY", "set-now")
+    result = CliRunner().invoke(app, ["check", str(path)], env={"COLUMNS": "400"})
+    assert result.exit_code == 0 and "40 GEPA episodes" in " ".join(result.output.split()), result.output

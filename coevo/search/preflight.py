@@ -51,6 +51,7 @@ def check_config(c: Context) -> str:
 
 def check_space(c: Context) -> str:
     from coevo.search.inputs import check_greedy
+    from coevo.search.instructions.spec import unset_keys
     from coevo.search.space import split_overrides
     from coevo.search.space_check import load_space
     from coevo.train.grpo_spec import GRPOSpec
@@ -65,6 +66,9 @@ def check_space(c: Context) -> str:
         c.base.with_overrides(harness)  # validates and renders every template
         if train:
             GRPOSpec().with_overrides(train)
+    missing = unset_keys(c.space)  # GEPA's reflection LM reads its key from the environment when it starts
+    if missing:
+        raise ValueError(f"{c.config.space}: {'; '.join(missing)}")
     return f"{c.config.space}: {len(c.space.params)} dimension(s), each rendered at one value"
 
 
@@ -160,6 +164,7 @@ def check_estimate(c: Context) -> str:
     from coevo.rollout import rollout
     from coevo.sandbox import make_sandbox
     from coevo.search.config import make_plan
+    from coevo.search.instructions.spec import EvolveParam
     from coevo.search.schedule import parse_schedule
 
     _need(c.base and c.tasks and all(c.splits.values()), "the config and tasks in every split")
@@ -181,10 +186,12 @@ def check_estimate(c: Context) -> str:
     trials = h_phases * plan.trials * (2 if c.config.arms else 1)
     decisions = h_phases + 2 * w_phases + (2 if c.config.arms else 0)
     pairs = 6 if c.config.arms else 4
+    gepa = h_phases * sum(p.evolve.budget for p in c.space.params if isinstance(p, EvolveParam)) if c.space else 0
     episodes = plan.samples * (trials * plan.dev_tasks + 2 * decisions * c.config.splits.promotion
-                               + pairs * (plan.test_tasks + c.splits["test"]))
+                               + pairs * (plan.test_tasks + c.splits["test"])) + gepa
     return (f"one oracle episode ({task.name}) took {seconds:.1f}s; at most {trials} trials x {plan.dev_tasks} "
-            f"evolve tasks, {decisions} promotion decisions x 2 x {c.config.splits.promotion} tasks, {pairs} final "
+            f"evolve tasks, {gepa} GEPA episodes, {decisions} promotion decisions x 2 x {c.config.splits.promotion} "
+            f"tasks, {pairs} final "
             f"pairs x ({plan.test_tasks} test + {c.splits['test']} held-out), x {plan.samples} sample(s) = "
             f"{episodes} episodes ~ {_duration(episodes * seconds)} serial at oracle speed (model generation "
             "and training not included)")

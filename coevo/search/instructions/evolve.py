@@ -16,7 +16,7 @@ from pathlib import Path
 from coevo.search.context import RunContext
 from coevo.search.errors import SearchError
 from coevo.search.instructions.lineage import TemplateStore, run_prompts
-from coevo.search.instructions.spec import EvolveParam, EvolveSpec
+from coevo.search.instructions.spec import EvolveParam, EvolveSpec, key_problem
 from coevo.search.state import Pair
 
 
@@ -163,12 +163,11 @@ def reflection_lm(spec: EvolveSpec, source: Path, key: str):
     memory: no cache, no retries that could outlive the timeout."""
     import dspy
 
-    api_key = "none"  # a server without auth still gets a syntactically valid key
-    if spec.api_key_env:
-        api_key = os.environ.get(spec.api_key_env, "")
-        if not api_key:
-            raise SearchError(f"{source}: '{key}': api_key_env: the environment variable {spec.api_key_env} is "
-                              "unset or empty; export it, or leave api_key_env out for a server without auth")
+    problem = key_problem(spec)
+    if problem:
+        raise SearchError(f"{source}: '{key}': {problem}")
+    # A server without auth still gets a syntactically valid key.
+    api_key = os.environ[spec.api_key_env] if spec.api_key_env else "none"
     lm = dspy.LM(spec.reflection_lm, api_base=spec.api_base, api_key=api_key, cache=False, num_retries=0,
                  timeout=spec.timeout_s, max_tokens=spec.max_tokens)
 

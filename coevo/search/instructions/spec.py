@@ -7,6 +7,7 @@ runs GEPA, is the base harness's template."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,3 +81,17 @@ def evolve_param(key: str, entry: dict, base=None) -> EvolveParam:
     templates = base.templates if base is not None else Templates()
     return EvolveParam(path=key, type="categorical", choices=[getattr(templates, key.removeprefix(SLOT_PREFIX))],
                  evolve=EvolveSpec.model_validate(entry))
+
+
+def key_problem(spec: EvolveSpec) -> str | None:
+    """Why the reflection LM's key cannot be read from the environment now; None when it can."""
+    if spec.api_key_env and not os.environ.get(spec.api_key_env):
+        return (f"api_key_env: the environment variable {spec.api_key_env} is unset or empty; export it, or "
+                "leave api_key_env out for a server without auth")
+    return None
+
+
+def unset_keys(space) -> list[str]:
+    """The key problems of every evolve key of a space (`coevo check`)."""
+    return [f"'{p.path}': {problem}" for p in space.params
+            if isinstance(p, EvolveParam) and (problem := key_problem(p.evolve))]
