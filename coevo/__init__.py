@@ -8,6 +8,7 @@ A reader learns the architecture from this file and the folder names:
     harness/    the Harness spec (YAML + Jinja), action formats, recovery and context policies
     policy/     Policy backends: local Hugging Face model, OpenAI-compatible endpoint, scripted
     rollout/    the agent loop and lockstep rollout engine, token-in/token-out trajectories
+    serve/      `coevo serve`: an OpenAI-compatible endpoint over a checkpoint, sessions recorded as trajectories
     cli.py      the `coevo` command (heavy libraries are imported lazily)
 
 The two protocols below are the seams between them. Records are plain dataclasses so that importing

@@ -1,7 +1,8 @@
 """Policy backends, chosen by a short name. Each implements `coevo.Policy.generate`.
 
     hf         a local Hugging Face causal-LM folder (batched, left-padded; token ids + logprobs)
-    openai     an OpenAI-compatible chat endpoint (text only; for evaluation and harness search)
+    openai     an OpenAI-compatible endpoint: chat (text only; evaluation and harness search), or token ids in
+               and out with `tokenizer=DIR` (coevo serve, vLLM; nothing lost for training)
     scripted   fixed replies (tests)
     oracle     plays each task's solution/solve.sh through a harness (warm-start data, task checks)
     synthetic  the oracle with harness-dependent slips: a known landscape for measuring the optimizer
