@@ -13,12 +13,15 @@ the final 2x2 table is scored on test tasks only, and the best pair is exported 
     ratchet.py        Incumbent, Candidate and `accept`: promotion on the promotion tasks, one component at a time
     evaluator.py      Evaluator: one pair scored in its own MLflow run
     context.py        RunContext: the typed pieces a phase works with
-    run.py            Search: builds the context, walks the schedule, `--join` workers
+    run.py            Search: builds the context, walks the schedule (the owner of a run)
+    workers.py        scale-out: the owner lock, `--worker` and `--join` processes that share h-phases
     phases.py         generation 0, its baseline, and w0 (warm start)
     harness_phase.py  h (Optuna over harness keys, scored on dev)
     weights.py        w (GRPO, optionally a study over train.* keys; then top-k harnesses re-scored)
     scoring.py        dev/test subsets, batched scoring with pruning, the objective
     study.py          Optuna storage (heartbeats, retries), samplers, pruner, `optimize_until`
+    reconnect.py      the Optuna storage waits out a database restart
+    stores.py         storage and tracking URLs: what is valid, the driver, passwords masked
     arms.py           the fair single-lever arms (harness-only, weights-only) with the run's budgets
     final.py          the final table: rows, the 2x2 and its interaction, the verdict (final_table.py: its text)
     tracking.py       MLflow: parent / phase / trial runs, params, metrics, artifacts, a run folder's store

@@ -11,7 +11,9 @@ import typer
 
 
 def fail(message: str) -> None:
-    typer.secho(f"error: {message}", fg="red", err=True)
+    from coevo.search.stores import redact
+
+    typer.secho(f"error: {redact(message)}", fg="red", err=True)
     raise typer.Exit(2)
 
 
@@ -20,8 +22,18 @@ def search(
                       ] = None,
     resume: Annotated[Path | None, typer.Option(help="Resume the run in this folder (or runs/NAME) after a crash "
                                                      "or kill: finished trials and checkpoints are kept.")] = None,
+    worker: Annotated[bool, typer.Option("--worker", help="Only evaluate trials: join each h-phase of the run "
+                                                         "CONFIG names, owned by another `coevo search CONFIG` "
+                                                         "(waits for it; exits when no h-phase is left).")] = False,
     join: Annotated[Path | None, typer.Option(help="Add this process as a worker to the h-phase that the run in "
                                                    "this folder is in now (shared Optuna storage).")] = None,
+    storage: Annotated[str | None, typer.Option(help="Optuna storage, a SQLAlchemy URL: postgresql://USER@HOST/DB "
+                                                     "shares one study among workers on many machines (default: "
+                                                     "the config's `storage`, else sqlite in the run folder).")
+                       ] = None,
+    tracking_uri: Annotated[str | None, typer.Option(help="MLflow tracking URI, e.g. http://HOST:5000 (default: "
+                                                          "the config's `tracking_uri`, else sqlite in the run "
+                                                          "folder).")] = None,
     name: Annotated[str | None, typer.Option(help="Run name (default: the config's name or file stem).")] = None,
     budget: Annotated[float | None, typer.Option(help="Override the config's budget dial.")] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
@@ -34,31 +46,36 @@ def search(
     if dry_run:
         if config is None:
             fail("--dry-run checks a CONFIG file; give one")
-        check(config, name=name, budget=budget, runs_dir=runs_dir, backend=backend)
+        check(config, name=name, budget=budget, runs_dir=runs_dir, backend=backend, storage=storage,
+              tracking_uri=tracking_uri)
     from coevo.errors import CoevoError
     from coevo.search.config import load_config
     from coevo.search.run import Search, run_dir_of
+    from coevo.search.workers import join_current, owner_lock, run_config, run_worker
 
+    stores = {k: v for k, v in {"storage": storage, "tracking_uri": tracking_uri}.items() if v is not None}
     try:
+        folder = run_dir_of(resume or join, runs_dir or Path("runs")) if resume or join else None
         if join is not None:
-            folder = run_dir_of(join, runs_dir or Path("runs"))
-            ran = Search(load_config(folder / "config.yaml"), resume=True).join()
+            ran = join_current(Search(run_config(folder, **stores), resume=True).ctx)
             print(f"worker done: ran {ran} trial(s) of {folder}")
             return
         if resume is not None:
-            if budget is not None or config is not None or backend is not None:
+            if budget is not None or config is not None or backend is not None or worker:
                 fail("--resume continues a run with its own config, budget and backend (in RUN/config.yaml); "
-                     "drop CONFIG, --budget and --backend")
-            folder = run_dir_of(resume, runs_dir or Path("runs"))
-            cfg = load_config(folder / "config.yaml")
-            if cfg.run_dir.resolve() != folder.resolve():  # the folder moved: follow it
-                cfg = cfg.model_copy(update={"runs_dir": folder.resolve().parent, "name": folder.name})
+                     "drop CONFIG, --budget, --backend and --worker")
+            cfg = run_config(folder, **stores)
         elif config is None:
             fail("give a CONFIG file, or --resume RUN")
         else:
             cfg = load_config(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None,
-                              sandbox=backend)
-        state = Search(cfg, resume=resume is not None).run()
+                              sandbox=backend, **stores)
+        if worker:
+            ran = run_worker(cfg.run_dir, stores)
+            print(f"worker done: ran {ran} trial(s) of {cfg.run_dir}")
+            return
+        with owner_lock(cfg.run_dir):
+            state = Search(cfg, resume=resume is not None).run()
     except (CoevoError, ValueError, OSError) as e:
         fail(str(e))
     print(f"\nrun folder: {cfg.run_dir}\n  compare variants: coevo compare {cfg.run_dir}\n  browse in MLflow: "
@@ -72,13 +89,15 @@ def check(
     budget: Annotated[float | None, typer.Option(help="Budget dial, as for `coevo search`.")] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
     backend: Annotated[str | None, typer.Option(help="Sandbox backend, as for `coevo search`.")] = None,
+    storage: Annotated[str | None, typer.Option(help="Optuna storage URL, as for `coevo search`.")] = None,
+    tracking_uri: Annotated[str | None, typer.Option(help="MLflow tracking URI, as for `coevo search`.")] = None,
 ) -> None:
     """Preflight: config, space (each dimension rendered), tasks, model, sandbox, stores and a time
     estimate, checked before any compute is spent. Exits 1 when any check fails."""
     from coevo.search.preflight import preflight, print_rows
 
     rows = preflight(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None,
-                     sandbox=backend)
+                     sandbox=backend, storage=storage, tracking_uri=tracking_uri)
     bad = [r.check for r in rows if r.status != "PASS"]
     print_rows(rows, f"coevo check {config}: " + (f"{len(bad)} problem(s)" if bad else "all checks pass"))
     raise typer.Exit(1 if bad else 0)

@@ -27,18 +27,21 @@ RETRIES = 3
 
 
 def make_storage(url: str, heartbeat_interval: int, grace_period: int) -> optuna.storages.RDBStorage:
-    """Any SQLAlchemy URL (sqlite:///runs/x/optuna.db, postgresql://...), with heartbeats."""
-    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+    """Any SQLAlchemy URL (sqlite:///runs/x/optuna.db, postgresql://...), with heartbeats; a database
+    server's restart is waited out (coevo/search/reconnect.py)."""
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
 
+    from coevo.search.reconnect import ReconnectingStorage
     from coevo.search.sqlite_wal import enable_wal
+    from coevo.search.stores import engine_url
 
     enable_wal(url)
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=heartbeat_interval,
-                          grace_period=grace_period,
-                          heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES))
+        return ReconnectingStorage(engine_url(url), engine_kwargs=kwargs, heartbeat_interval=heartbeat_interval,
+                                   grace_period=grace_period,
+                                   heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES))
 
 
 def make_sampler(kind: str, seed: int, trials: int) -> optuna.samplers.BaseSampler:

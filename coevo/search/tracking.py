@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.outcomes import SUMMARY_METRICS, passed
+from coevo.search.stores import redact
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -47,8 +48,10 @@ def store_of(folder: Path) -> tuple[str, str | None]:
     """The tracking URI of a run folder (its config's, or the default sqlite file) and its artifact root."""
     import yaml
 
+    from coevo.search.stores import engine_url
+
     config = yaml.safe_load((folder / "config.yaml").read_text())
-    uri = config.get("tracking_uri") or default_uri(folder)
+    uri = engine_url(config.get("tracking_uri") or default_uri(folder))
     return uri, (folder / "mlartifacts").resolve().as_uri() if is_local(uri) else None
 
 
@@ -68,10 +71,11 @@ class Tracker:
         from mlflow import MlflowClient
 
         from coevo.search.sqlite_wal import enable_wal
+        from coevo.search.stores import engine_url
 
         enable_wal(uri)
         self.uri = uri
-        self.client = MlflowClient(uri)
+        self.client = MlflowClient(engine_url(uri))
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
             location = None
@@ -111,7 +115,7 @@ class Tracker:
     def tags(self, run_id: str, tags: dict[str, Any]) -> None:
         from mlflow.entities import RunTag
 
-        self.client.log_batch(run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items()])
+        self.client.log_batch(run_id, tags=[RunTag(k, redact(str(v))[:5000]) for k, v in tags.items()])
 
     def params(self, run_id: str, params: dict[str, Any]) -> None:
         from mlflow.entities import Param
@@ -162,7 +166,7 @@ class Tracker:
 
 
 def _param_text(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
+    text = redact(value if isinstance(value, str) else json.dumps(value))  # a storage URL's password
     return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
 
 

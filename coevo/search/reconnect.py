@@ -1,0 +1,70 @@
+"""Optuna's RDB storage, riding out a database restart (a PostgreSQL failover, a server reboot).
+
+SQLAlchemy's `pool_pre_ping` replaces a connection that died while idle, but a call made while the server
+is down fails, and Optuna turns that into a StorageInternalError. Inside a trial that would be a harness
+scored 0 (the trial boundary records any failure) or a worker that exits; in the heartbeat thread it ends
+the thread, so a trial that is still running would go stale and be run twice. So the calls of a trial's
+life wait for the server instead, up to OUTAGE_SECONDS, then fail as before. Other errors (a bad value,
+a finished trial) are raised at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable
+
+from optuna.exceptions import StorageInternalError
+from optuna.storages import RDBStorage
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+OUTAGE_SECONDS = 300.0
+"""How long a call waits for the database before it fails."""
+
+
+def lost_connection(error: BaseException) -> bool:
+    """An error that says the server was unreachable, not that the request was wrong."""
+    cause = error.__cause__ if isinstance(error, StorageInternalError) else error
+    return isinstance(cause, OperationalError | InterfaceError) or (
+        isinstance(cause, DBAPIError) and cause.connection_invalidated)
+
+
+def retried(method: Callable) -> Callable:
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        delay, deadline, warned = 0.2, time.monotonic() + OUTAGE_SECONDS, False
+        while True:
+            try:
+                return method(self, *args, **kwargs)
+            except (StorageInternalError, DBAPIError) as e:
+                if not lost_connection(e) or time.monotonic() > deadline:
+                    raise
+                if not warned:
+                    print(f"optuna storage unreachable ({method.__name__}); retrying for up to "
+                          f"{OUTAGE_SECONDS:.0f} s", file=sys.stderr, flush=True)
+                    warned = True
+                time.sleep(delay)
+                delay = min(5.0, delay * 2)
+
+    return call
+
+
+class ReconnectingStorage(RDBStorage):
+    """RDBStorage whose calls wait out a lost database connection (see the module's docstring)."""
+
+    create_new_study = retried(RDBStorage.create_new_study)
+    get_study_id_from_name = retried(RDBStorage.get_study_id_from_name)
+    get_study_directions = retried(RDBStorage.get_study_directions)
+    get_study_system_attrs = retried(RDBStorage.get_study_system_attrs)
+    create_new_trial = retried(RDBStorage.create_new_trial)
+    set_trial_param = retried(RDBStorage.set_trial_param)
+    set_trial_state_values = retried(RDBStorage.set_trial_state_values)
+    set_trial_intermediate_value = retried(RDBStorage.set_trial_intermediate_value)
+    set_trial_user_attr = retried(RDBStorage.set_trial_user_attr)
+    set_trial_system_attr = retried(RDBStorage.set_trial_system_attr)
+    get_trial = retried(RDBStorage.get_trial)
+    get_all_trials = retried(RDBStorage.get_all_trials)
+    get_best_trial = retried(RDBStorage.get_best_trial)
+    record_heartbeat = retried(RDBStorage.record_heartbeat)
+    _get_stale_trial_ids = retried(RDBStorage._get_stale_trial_ids)
