@@ -41,7 +41,7 @@ def evolved_run(tasks, tmp_path_factory):
         for name, value in CANARY.items():
             env.setenv(name, value)
         path = write_config(folder, tasks, policy.url, reflection.url,
-                            evolve={"api_key_env": "COEVO_CANARY_REFLECTION_KEY"}, arms=True,
+                            evolve={"api_key_env": "COEVO_CANARY_REFLECTION_KEY"}, arms=True, schedule="h -> h",
                             policy={"backend": "openai", "model": "phrase-policy", "base_url": policy.url,
                                     "api_key_env": "COEVO_CANARY_POLICY_KEY"})
         lines: list[str] = []
@@ -51,8 +51,8 @@ def evolved_run(tasks, tmp_path_factory):
                "reflection": reflection}
 
 
-def result_of(run) -> dict:
-    return json.loads((run["config"].run_dir / "gepa" / "h1-system" / "result.json").read_text())
+def result_of(run, phase: str = "h1") -> dict:
+    return json.loads((run["config"].run_dir / "gepa" / f"{phase}-system" / "result.json").read_text())
 
 
 def test_gepa_finds_the_phrase_and_the_ratchet_accepts_it(evolved_run):
@@ -77,7 +77,11 @@ def test_gepa_finds_the_phrase_and_the_ratchet_accepts_it(evolved_run):
     decision = next(r for r in state.history if r["phase"] == "h1")
     assert decision["accepted"] and decision["wins"] > decision["losses"] and decision["gain_low"] > 0
     assert state.test["co-evolved"]["pass_at_1"] == 1.0 and state.test["baseline"]["pass_at_1"] == 0.0
-    # The harness-only arm chose among the same texts (GEPA on generation 0 is part of its lever).
+    # h2 starts GEPA from the accepted text, which is already perfect: nothing new, the same choices kept.
+    again = result_of(evolved_run, "h2")
+    assert again["seed"] == best["name"] and again["candidates"] == [] and again["metric_calls"] == 6
+    assert again["choices"][:2] == ["system_bash.j2", best["name"]]
+    # The harness-only arm chose among what both generation-0 phases evolved (GEPA is part of its lever).
     assert state.arms["harness-only"].overrides["templates.system"].startswith("evolved/")
 
 
