@@ -138,11 +138,20 @@ def test_a_resumed_phase_reads_gepa_back_instead_of_running_it(evolved_run):
     from coevo.search.instructions.evolve import evolve_instructions
     from coevo.search.run import Search
 
-    calls = len(evolved_run["reflection"].seen)
+    policy, reflection = evolved_run["policy"].seen, evolved_run["reflection"].seen
+    calls = (len(policy), len(reflection))
+    choices = result_of(evolved_run)["choices"]
     search = Search(evolved_run["config"], resume=True, log=lambda line: None)
-    evolve_instructions(search.ctx, "h1", "unused")
     param = search.ctx.inputs.space.params[0]
-    assert param.choices == result_of(evolved_run)["choices"] and len(evolved_run["reflection"].seen) == calls
+    evolve_instructions(search.ctx, "h1", "unused")
+    assert param.choices == choices and (len(policy), len(reflection)) == calls
+    # Killed after GEPA's last step but before its result was written: GEPA continues from its saved state
+    # (here: already perfect). It re-scores its seed first (gepa 0.1.4 does before reading its state), and
+    # asks the reflection LM nothing again.
+    (evolved_run["config"].run_dir / "gepa" / "h1-system" / "result.json").unlink()
+    param.choices = ["system_bash.j2"]
+    evolve_instructions(search.ctx, "h1", search.ctx.ledger.state.phase_runs["h1"])
+    assert param.choices == choices and (len(policy), len(reflection)) == (calls[0] + 6, calls[1])
 
 
 def test_a_failing_reflection_lm_loses_candidates_not_the_search(tasks, tmp_path):

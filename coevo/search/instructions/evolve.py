@@ -3,7 +3,8 @@ GEPA run on the start pair (the incumbent's checkpoint and harness), scored on t
 
 The result is saved in the run folder (runs/<name>/gepa/<phase>-<slot>/result.json) once GEPA is done,
 and GEPA keeps its own resumable state beside it, so a resumed run (or a `--join` worker) reads the
-choices back instead of running GEPA again, and a killed GEPA continues where it stopped.
+choices back instead of running GEPA again, and a killed GEPA continues where it stopped (gepa 0.1.4
+scores its seed on the evolve set again before it reads its state: one evaluation repeated).
 """
 
 from __future__ import annotations
@@ -71,12 +72,12 @@ def run_gepa(ctx: RunContext, param: EvolveParam, phase: str, run_id: str, start
     from coevo.search.instructions.adapter import HarnessAdapter
     from coevo.search.instructions.tracking import log_result
 
-    spec, config, base = param.evolve, ctx.inputs.config, ctx.inputs.base
+    spec, config = param.evolve, ctx.inputs.config
     folder.mkdir(parents=True, exist_ok=True)
     store = TemplateStore(run_prompts(ctx.run_dir), param.slot, phase, folder)
-    seed_name = start.overrides.get(param.path, getattr(base.templates, param.slot))
-    seed_text = store.known(seed_name)
-    store.known(getattr(base.templates, param.slot))
+    kept = kept_names(ctx, param, start, folder / "kept.json")
+    seed_name, seed_text = kept[1], store.known(kept[1])
+    store.known(kept[0])
     adapter = HarnessAdapter(param.slot, store, lambda name: ctx.inputs.scoring_harness({**start.overrides,
                                                                                         param.path: name}),
                              rollouts(ctx, start), config.objective, reflection_lm(spec, config.space, param.path),
@@ -89,15 +90,24 @@ def run_gepa(ctx: RunContext, param: EvolveParam, phase: str, run_id: str, start
                            run_dir=str(folder / "state"), seed=config.seed, raise_on_exception=False,
                            track_best_outputs=False, cache_evaluation=True, display_progress_bar=False,
                            logger=FileLog(folder / "gepa.log"), stop_callbacks=perfect)
-    pooled = [p.overrides[param.path] for p in ctx.ledger.state.pool if param.path in p.overrides]
-    summary = summarize(result, store, spec, [getattr(base.templates, param.slot), seed_name, *pooled],
-                        round(time.monotonic() - started, 1))
+    summary = summarize(result, store, spec, kept, round(time.monotonic() - started, 1))
     log_result(ctx.tracker, run_id, phase, param.path, spec, summary, store)
     best = summary["candidates"][0] if summary["candidates"] else None
     ctx.log(f"gepa {phase} {param.path}: {len(summary['candidates'])} evolved text(s), "
             f"{len(summary['rejected'])} rejected, {summary['metric_calls']} episodes; seed "
             f"{summary['seed_score']:.3f}" + (f", best {best['name']} {best['score']:.3f}" if best else ""))
     return summary
+
+
+def kept_names(ctx: RunContext, param: EvolveParam, start: Pair, path: Path) -> list[str]:
+    """The templates that stay choices whatever GEPA finds: the base's, the start pair's (GEPA's seed) and
+    the pool's (so the phase can seed its study with the pool). Written when GEPA first starts, so that a
+    resumed GEPA ends with the same choices."""
+    if not path.is_file():
+        base = getattr(ctx.inputs.base.templates, param.slot)
+        pooled = [p.overrides[param.path] for p in ctx.ledger.state.pool if param.path in p.overrides]
+        path.write_text(json.dumps([base, start.overrides.get(param.path, base), *pooled]) + "\n")
+    return json.loads(path.read_text())
 
 
 def perfect(state) -> bool:
