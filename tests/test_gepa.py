@@ -154,14 +154,15 @@ def test_a_resumed_phase_reads_gepa_back_instead_of_running_it(evolved_run):
     assert param.choices == choices and (len(policy), len(reflection)) == (calls[0] + 6, calls[1])
 
 
-def test_a_failing_reflection_lm_loses_candidates_not_the_search(tasks, tmp_path):
+def test_a_failing_reflection_lm_loses_candidates_not_the_search(tasks, tmp_path, evolved_run):
     from coevo.search.config import load_config
     from coevo.search.run import Search
 
     flaky = FlakyReflection(slow_s=2.5)
     with ChatEndpoint(phrase_policy) as policy, ChatEndpoint(flaky) as reflection:
         path = write_config(tmp_path, tasks, policy.url, reflection.url, budget=60, evolve={"timeout_s": 1},
-                            plan={"trials": 1, "dev_tasks": 6, "batches": 1})
+                            plan={"trials": 1, "dev_tasks": 6, "batches": 1},
+                            model=str(evolved_run["config"].run_dir / "model"))  # built once (the policy is an endpoint)
         config = load_config(path)
         state = Search(config, log=lambda line: None).run()
     assert state.done
