@@ -46,7 +46,7 @@ class Run:
         self.storage = make_storage(self.cluster.url(), 1, 60)
 
     def start(self, *args: str) -> subprocess.Popen:
-        log = self.tmp / f"process{len(self.processes)}"
+        log = self.tmp / f"process{len(self.processes) + len(self.killed)}"
         with open(f"{log}.out", "w") as out, open(f"{log}.err", "w") as err:
             process = subprocess.Popen([sys.executable, "-m", "coevo.cli", "search", *args], cwd=ROOT,
                                        stdout=out, stderr=err)
