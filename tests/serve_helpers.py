@@ -49,3 +49,17 @@ def post(url: str, data: bytes, headers: dict | None = None) -> tuple[int, dict]
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+@contextmanager
+def torch_threads(n: int):
+    """On a busy 2-core machine torch's second OpenMP thread made generate 5-10x slower (it spins
+    waiting for a core); the model tests that decode long prompts run on one."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -22,6 +22,8 @@ def serve(
     max_batch: Annotated[int, typer.Option(min=1, help="Most rows in one generate call.")] = 64,
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
     dtype: Annotated[str, typer.Option(help="float32 or bfloat16.")] = "float32",
+    threads: Annotated[int, typer.Option(min=0, help="CPU threads for torch; 0: its default. On a busy CPU, 1 "
+                                         "can be several times faster.")] = 0,
 ) -> None:
     """Serve a local checkpoint: /v1/models, /v1/chat/completions, /v1/completions (streaming, logprobs,
     token ids) and per-episode recorded sessions at /sessions/{id}/v1."""
@@ -33,6 +35,10 @@ def serve(
     from coevo.policy.hf import HFPolicy
     from coevo.serve.app import create_app
 
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
     try:
         policy = HFPolicy(model_dir, device=device, dtype=dtype)
     except (OSError, ValueError) as e:

@@ -1,0 +1,105 @@
+"""The harness of a native agent: a YAML file of `kind: native`.
+
+    kind: native
+    agent: mini-swe-agent
+    config_file: package:mini_textbased.yaml   # the agent's own config: a file next to this one, or one it ships
+    agent_settings: {step_limit: 6}            # merged over the file's sections, key by key
+    model_settings: {}
+    environment_settings: {}
+    decoding: {temperature: 1.0, top_p: 1.0, max_tokens: 192}
+
+After loading, the three `*_settings` sections hold the whole effective config, so that every setting
+(templates, step limit, the action regex, the format-error template) is a dotted field a search space
+can vary, e.g. `agent_settings.step_limit` or `model_settings.action_regex`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coevo.config import apply_overrides, read_mapping, read_yaml, validate
+from coevo.errors import ConfigError
+
+SECTIONS = {"agent": "agent_settings", "model": "model_settings", "environment": "environment_settings"}
+"""The agent config file's sections, and the harness fields that hold them."""
+
+
+class NativeDecoding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    temperature: float = Field(1.0, ge=0)
+    """Sampling temperature the agent's model calls use; 0 is greedy."""
+    top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling mass."""
+    max_tokens: int = Field(192, ge=1)
+    """Tokens per model call."""
+
+
+class NativeHarness(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["native"]
+    """Marks a harness whose loop is the agent's own."""
+    name: str
+    """Short identifier, recorded in every trajectory."""
+    description: str = ""
+    agent: Literal["mini-swe-agent"]
+    """Which native agent runs the episodes (coevo.native.AGENTS)."""
+    config_file: str
+    """The agent's own config: a path relative to the harness file, or `package:NAME` for one it ships."""
+    agent_settings: dict[str, Any] = {}
+    """The config's `agent` section (templates, step_limit, ...): the file's, with this harness's keys on top."""
+    model_settings: dict[str, Any] = {}
+    """The config's `model` section (action_regex, observation_template, format_error_template, ...)."""
+    environment_settings: dict[str, Any] = {}
+    """The config's `environment` section (env, timeout)."""
+    decoding: NativeDecoding = NativeDecoding()
+
+    def with_overrides(self, overrides: dict[str, Any]) -> NativeHarness:
+        """A new validated harness with dotted fields replaced, e.g. {"agent_settings.step_limit": 4}."""
+        data = apply_overrides(self.model_dump(), overrides, NativeHarness, ConfigError)
+        return validate(NativeHarness, data, f"harness '{self.name}' with overrides", ConfigError)
+
+    def agent_file(self) -> dict[str, dict]:
+        """The effective config in the agent's own format (what an export writes beside the checkpoint)."""
+        return {"agent": self.agent_settings, "model": self.model_settings, "environment": self.environment_settings}
+
+
+def save_native_harness(harness: NativeHarness, folder: Path) -> Path:
+    """The resolved harness and, beside it, the agent's effective config in its own format (for a bundle:
+    the agent runs from these two files with nothing else of coevo's)."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / f"{harness.name}.agent.yaml"
+    config.write_text(yaml.safe_dump(harness.agent_file(), sort_keys=False, allow_unicode=True))
+    data = harness.model_dump(exclude={"agent_settings", "model_settings", "environment_settings"})
+    path = folder / "harness.yaml"
+    path.write_text(yaml.safe_dump({**data, "config_file": config.name}, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def is_native(path: str | Path) -> bool:
+    data = read_yaml(path, "harness file")
+    return isinstance(data, dict) and data.get("kind") == "native"
+
+
+def load_native_harness(path: str | Path) -> NativeHarness:
+    path = Path(path)
+    data = read_mapping(path, "harness file", NativeHarness, ConfigError)
+    data.setdefault("name", path.stem)
+    if "config_file" not in data:
+        raise ConfigError(f"{path}: config_file: required (the agent's own config file, or package:NAME)")
+    config = read_yaml(agent_config_path(path, str(data["config_file"])), "agent config file")
+    for section, field in SECTIONS.items():
+        data[field] = {**(config.get(section) or {}), **(data.get(field) or {})}
+    return validate(NativeHarness, data, str(path), ConfigError)
+
+
+def agent_config_path(harness_path: Path, config_file: str) -> Path:
+    if config_file.startswith("package:"):
+        from importlib.util import find_spec
+
+        return Path(find_spec("minisweagent").origin).parent / "config" / config_file.removeprefix("package:")
+    return (harness_path.resolve().parent / config_file).resolve()

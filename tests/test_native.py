@@ -1,0 +1,103 @@
+"""mini-swe-agent, unmodified, on bundled tasks: its shell in coevo sandboxes, its model behind `coevo serve`
+sessions, its episodes scored by the tasks' verifiers and recorded as coevo Trajectories. First a scripted
+policy (the flow and the rewards are asserted), then the tiny model (scores recorded, not asserted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from serve_helpers import MODEL, build_model, serving, torch_threads
+
+from coevo.native.run import run_native
+from coevo.native.spec import load_native_harness
+from coevo.policy.scripted import solution_commands
+from coevo.tasks import load_taskset
+
+REPO = Path(__file__).resolve().parents[1]
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return build_model(tmp_path_factory.mktemp("model"))
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    dev = load_taskset(REPO / "tasks").split("dev")
+    families = {}
+    for task in dev:
+        families.setdefault(task.family, task)
+    return list(families.values())[:3]
+
+
+@pytest.fixture(scope="module")
+def harness():
+    return load_native_harness(REPO / "harnesses" / "native" / "mini_swe_agent.yaml")
+
+
+def block(command: str) -> str:
+    return f"THOUGHT: one step.\n\n```mswea_bash_command\n{command}\n```"
+
+
+def scripted_agent_replies(tasks):
+    """Solve the first two tasks with their solution/solve.sh and do nothing useful on the third; the task
+    is recognised by its instruction in the agent's first user message."""
+    def reply(request, turn: int) -> str:
+        task = next(t for t in tasks if t.instruction.strip() in request.messages[1]["content"])
+        if turn > 0:
+            return block(SUBMIT)
+        wrong = task is tasks[2]
+        return block("echo not-the-answer" if wrong else "\n".join(solution_commands(task.solution)))
+    return reply
+
+
+def test_mini_swe_agent_runs_unmodified_and_is_recorded(model_dir, tasks, harness):
+    from transformers import AutoTokenizer
+
+    from coevo.policy.scripted import ScriptedPolicy
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    with serving(ScriptedPolicy(scripted_agent_replies(tasks), tokenizer), tokenizer) as (server, app):
+        trajectories = run_native(tasks, harness, server.url, MODEL)
+        assert app.state.served.sessions.ids() == [], "every session was collected"
+    assert [t.task for t in trajectories] == [t.name for t in tasks]
+    assert [t.reward for t in trajectories] == [1.0, 1.0, 0.0]
+    for t in trajectories:
+        assert (t.status, t.turns, t.drift, t.harness) == ("submitted", 2, 0, "mini_swe_agent")
+        assert t.model_tokens and 0 in t.completion_mask and len(t.logprobs) == len(t.completion_ids)
+        reply = tokenizer.decode(t.model_tokens)
+        assert reply.endswith(block(SUBMIT) + "<|im_end|>")
+        env = tokenizer.decode([i for i, m in zip(t.completion_ids, t.completion_mask) if not m])
+        assert "<returncode>0</returncode>" in env, "the command's observation did not reach the model"
+
+
+def test_the_tiny_model_drives_mini_swe_agent(model_dir, tasks, harness):
+    from coevo.policy.hf import HFPolicy
+
+    small = harness.with_overrides({"agent_settings.step_limit": 2, "decoding.max_tokens": 16})
+    policy = HFPolicy(model_dir, device="cpu")
+    with torch_threads(1), serving(policy, policy.tokenizer) as (server, _):
+        trajectories = run_native(tasks, small, server.url, MODEL)
+    assert {t.task for t in trajectories} == {t.name for t in tasks}
+    for t in trajectories:
+        assert t.status in ("submitted", "turn_limit", "format_errors"), (t.status, t.error)
+        assert 0 < len(t.model_tokens) <= 2 * 16 and t.turns <= 2
+    print("tiny model x mini-swe-agent:", [(t.task, t.status, t.reward) for t in trajectories])
+
+
+def test_a_native_harness_is_searchable_and_exports_the_agents_own_config(harness, tmp_path):
+    """Dotted overrides reach the agent's config; a bad one names the valid fields; the saved pair of files
+    loads back to the same harness."""
+    from coevo.errors import ConfigError
+    from coevo.native.spec import save_native_harness
+
+    varied = harness.with_overrides({"agent_settings.step_limit": 3, "model_settings.action_regex": r"```sh\n(.*?)\n```"})
+    assert (varied.agent_settings["step_limit"], harness.agent_settings["step_limit"]) == (3, 8)
+    assert "Please solve this issue" in varied.agent_settings["instance_template"], "the file's sections were merged"
+    with pytest.raises(ConfigError, match="unknown field 'agent_setings'.*agent_settings"):
+        harness.with_overrides({"agent_setings.step_limit": 3})
+    saved = load_native_harness(save_native_harness(varied, tmp_path / "bundle"))
+    assert saved.agent_file() == varied.agent_file() and saved.decoding == varied.decoding
+    assert (tmp_path / "bundle" / "mini_swe_agent.agent.yaml").is_file()
