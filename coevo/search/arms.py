@@ -25,6 +25,7 @@ UNITS = {HARNESS_ARM: "h-trials on generation 0", WEIGHTS_ARM: "GRPO steps from 
 
 def fair_arms(ctx: RunContext, name: str, run_id: str) -> None:
     state = ctx.ledger.state
+    ctx.evaluator.evolve_batches = ctx.inputs.dev_batches  # the original evolve set (see curriculum.py)
     for arm, build in ((HARNESS_ARM, harness_arm), (WEIGHTS_ARM, weights_arm)):
         if arm in state.arms:
             continue
@@ -39,7 +40,8 @@ def fair_arms(ctx: RunContext, name: str, run_id: str) -> None:
             ctx.log(f"arm {arm}: the schedule spends nothing on this lever, so the arm is the baseline")
         state.arms[arm] = candidate if accepted else state.baseline
         seconds = round(time.monotonic() - started, 1)
-        state.budgets[arm] = {"budget": budget, "unit": UNITS[arm], "wall_seconds": seconds}
+        unit = state.budgets.get(arm, {}).get("unit", UNITS[arm])
+        state.budgets[arm] = {"budget": budget, "unit": unit, "wall_seconds": seconds}
         ctx.tracker.metrics(run_id, {f"{arm}/budget": budget, f"{arm}/accepted": float(accepted),
                                      f"{arm}/wall_seconds": seconds})
         ctx.ledger.save()
@@ -56,12 +58,17 @@ def harness_budget(ctx: RunContext) -> int:
 
 
 def weights_budget(ctx: RunContext) -> int:
+    """GRPO steps (train.mode rl), or harvest + SFT rounds (sft, auto): what the run's w-phases spent."""
+    from coevo.search.weights import grpo_spec
+
     w_phases = sum(p.startswith("w") and p != "w0" for p in ctx.inputs.phases)
     runs = ctx.inputs.plan.train_trials if ctx.inputs.space.train_params else 1
-    return ctx.inputs.plan.grpo_steps * w_phases * runs
+    per_phase = ctx.inputs.plan.grpo_steps if grpo_spec(ctx, {}).mode == "rl" else 1
+    return per_phase * w_phases * runs
 
 
 def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
+    from coevo.search.instructions.evolve import arm_instructions, widened
     from coevo.search.study import FINISHED, make_pruner, make_sampler, open_study, optimize_until, top_trials
 
     config, baseline, budget = ctx.inputs.config, ctx.ledger.state.baseline, harness_budget(ctx)
@@ -70,34 +77,45 @@ def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
     study_name = f"{config.name}.arm-harness"
     study = open_study(ctx.storage, study_name, make_sampler(config.sampler, config.seed, budget),
                        make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
+    arm_instructions(ctx, h_phases_on_g0(ctx.inputs.phases), run_id, baseline)  # evolve keys: g0's GEPA texts
     if not study.trials:
         for phase in h_phases_on_g0(ctx.inputs.phases):
             done = open_study(ctx.storage, f"{config.name}.{phase}", None, None)
-            study.add_trials(done.get_trials(deepcopy=False, states=FINISHED))
+            study.add_trials(widened(ctx.inputs.space, done.get_trials(deepcopy=False, states=FINISHED)))
     ctx.log(f"arm {HARNESS_ARM}: {budget} h-trials on generation 0 ({len(study.trials)} from the run's g0 "
             "h-phases)")
+    # Seeded trials (w0's robustness pairs) were scored before any h-phase, for both arms alike: on top.
+    seeded = sum("source" in t.user_attrs for t in study.get_trials(deepcopy=False))
     objective = HarnessObjective(ctx, "arm-harness", run_id, study_name, start=baseline)
-    optimize_until(study, budget, objective, config.grace_period, wait_for_stale=ctx.resume)
+    optimize_until(study, budget + seeded, objective, config.grace_period, wait_for_stale=ctx.resume)
     best = top_trials(study, 1)
     return (pair_of(best[0], ctx, "arm-harness", start=baseline) if best else baseline), budget
 
 
 def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
-    from coevo.search.weights import train_once
+    """rl: one GRPO run of all the steps; sft and auto: one harvest + SFT round per w-phase, chained, with
+    the seeds the run's w-phases use. Both from generation 0, under the base harness."""
+    from coevo.search.weights import grpo_spec, train_once
 
     config, baseline, budget = ctx.inputs.config, ctx.ledger.state.baseline, weights_budget(ctx)
     if budget == 0:  # the run trained no weights: neither does its arm
         return baseline, 0
-    step = ctx.ledger.step("arm weights trained")
-    if step is None:
-        out = ctx.run_dir / "checkpoints" / "arm-weights"
-        try:
-            ckpt = train_once(ctx, baseline, f"arm {WEIGHTS_ARM}", run_id, {}, out, steps=budget, seed=config.seed)
-        except Exception as e:  # noqa: BLE001 - boundary: a failed arm keeps generation 0, like a failed w-phase
-            ctx.log(f"arm {WEIGHTS_ARM}: GRPO failed, the arm keeps generation 0: {type(e).__name__}: {e}"[:400])
-            ckpt = baseline.checkpoint
-        step = ctx.ledger.done_step("arm weights trained", checkpoint=str(ckpt))
-    ckpt = step.data["checkpoint"]
+    rl = grpo_spec(ctx, {}).mode == "rl"
+    if not rl:
+        ctx.ledger.state.budgets[WEIGHTS_ARM] = {"unit": "harvest + SFT rounds from generation 0 under the base harness"}
+    ckpt = baseline.checkpoint
+    for i in range(1 if rl else budget):
+        step = ctx.ledger.step(f"arm weights round {i}")
+        if step is None:
+            out = ctx.run_dir / "checkpoints" / ("arm-weights" if rl else f"arm-weights-r{i}")
+            start = baseline.model_copy(update={"checkpoint": ckpt})
+            try:
+                ckpt = train_once(ctx, start, f"arm {WEIGHTS_ARM}", run_id, {}, out, steps=budget if rl else None,
+                                  seed=config.seed + i)
+            except Exception as e:  # noqa: BLE001 - boundary: a failed arm keeps its weights, like a w-phase
+                ctx.log(f"arm {WEIGHTS_ARM}: training failed, the arm keeps {ckpt}: {type(e).__name__}: {e}"[:400])
+            step = ctx.ledger.done_step(f"arm weights round {i}", checkpoint=str(ckpt))
+        ckpt = step.data["checkpoint"]
     if ckpt == baseline.checkpoint:
         return baseline, budget
     pair, _ = ctx.evaluator.evaluate(f"arm {WEIGHTS_ARM}", run_id, {}, ckpt, 1, f"arm {WEIGHTS_ARM}",

@@ -39,6 +39,9 @@ class Plan(BaseModel):
     """GRPO optimizer steps per w-phase."""
     warmstart_epochs: float | None = Field(None, gt=0)
     """SFT passes over the oracle conversations in w0."""
+    warmstart_harnesses: int | None = Field(None, ge=0)
+    """Harnesses besides the base that w0 samples from the space and deals its demonstrations among, each
+    then scored on the evolve set (the w0 robustness table, and the first trials of h1)."""
     warmstart_augment: int | None = Field(None, ge=0)
     """Extra generated instances per family that w0 also trains on (a suite from `coevo tasks generate`
     only; 0 for other task folders)."""
@@ -183,6 +186,7 @@ def make_plan(config: SearchConfig, n_train: int, n_dev: int, n_test: int, n_tra
         grpo_steps=max(2, round(6 * b)),
         warmstart_epochs=max(1.0, round(4 * b, 1)),
         warmstart_augment=round(default_augment(config.tasks) * b),
+        warmstart_harnesses=round(4 * b),
         dev_tasks=min(n_dev, max(8, round(16 * b))),
         test_tasks=max(n_test, config.splits.test),  # all: `coevo eval --bundle` then sees the same tasks
         train_tasks=min(n_train, max(16, round(48 * b))),

@@ -20,6 +20,8 @@ class Evaluator:
         self.inputs, self.tracker = inputs, tracker
         self.policy = policy_factory or self._default_policy
         self._policy_cache: tuple[str, Any] | None = None
+        self.evolve_batches: list[list] = inputs.dev_batches
+        """What a pair is scored on by default: the evolve set now (coevo/search/curriculum.py refreshes it)."""
 
     def _default_policy(self, harness, checkpoint: str, tasks: list):
         """The config's policy, or else the checkpoint itself (one model loaded per checkpoint)."""
@@ -50,7 +52,7 @@ class Evaluator:
             params = {k: v for k, v in flatten(harness.model_dump(mode="json")).items()
                       if k not in ("name", "description", "prompts_dir")}
             tracker.params(run_id, {**params, **{f"train.{k}": v for k, v in (train or {}).items()}})
-            task_batches = task_batches or self.inputs.dev_batches
+            task_batches = task_batches or self.evolve_batches
             policy = self.policy(harness, checkpoint, [t for b in task_batches for t in b])
             report = score(task_batches, harness, policy, self.inputs.plan.samples, config.seed, config.sandbox,
                            trial=trial, objective=config.objective, on_batch=lambda i, v, n: tracker.metrics(
@@ -73,8 +75,11 @@ class Evaluator:
                 source: str, train: dict | None) -> Pair:
         """The finished evaluation's artifacts and summary in MLflow, and its Pair for the state."""
         from coevo.harness.fingerprint import fingerprint
+        from coevo.search.failures import clusters
 
+        failures = clusters(report.trajectories)
         self.tracker.summary(run_id, report)
+        self.tracker.metrics(run_id, {f"failures/{c}": n for c, n in failures.items()})
         self.tracker.evaluation(run_id, harness, report)
         self.tracker.tags(run_id, {"state": "COMPLETE"})
         self.tracker.end(run_id)
@@ -83,4 +88,4 @@ class Evaluator:
         self.tracker.metrics(run_id, {"objective": value})
         return Pair(overrides=overrides, train=train or {}, checkpoint=checkpoint, generation=generation,
                     source=source, score=value, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
-                    per_task=per_task, mlflow_run=run_id, fingerprint=fingerprint(harness))
+                    per_task=per_task, mlflow_run=run_id, fingerprint=fingerprint(harness), failures=failures)

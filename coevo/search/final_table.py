@@ -23,7 +23,7 @@ def markdown(state: RunState, inputs) -> str:
         lines.append(f"| {row} | {harness} | g{r['generation']} | {_ci(r)} | {r['score']:.3f} | {gain} | "
                      f"{r['mean_turns']:.1f} |")
     lines += ["", *two_by_two_lines(state, objective), *held_out_lines(state, inputs), *ratchet_lines(state),
-              *budget_lines(state), "", verdict(state.verdict, objective)]
+              *feedback_lines(state), *budget_lines(state), "", verdict(state.verdict, objective)]
     lines += [f"Warning: {w}." for w in state.verdict["warnings"]]
     return "\n".join(lines) + "\n"
 
@@ -61,6 +61,29 @@ def ratchet_lines(state: RunState) -> list[str]:
         lines.append(f"| {h['phase']} | {h['challenger']} | {h.get('wins', 0)} | {h.get('losses', 0)} | "
                      f"{h.get('ties', 0)} | {h['gain']:+.3f} [{h['gain_low']:+.3f}, {h['gain_high']:+.3f}] | {what} |")
     return [*lines, ""]
+
+
+def feedback_lines(state: RunState) -> list[str]:
+    """What drove each phase: the incumbent's failure clusters and the focus of each h-phase, the
+    dimensions that mattered (Optuna's importances), and what each w-phase trained on and retired."""
+    from coevo.search.failures import CAUSES
+
+    lines = []
+    if state.failures:
+        lines += ["Failures of the incumbent on the evolve set, by cause, at the start of each h-phase:", "",
+                  f"| phase | {' | '.join(CAUSES)} | focus |", "|---|" + "---|" * (len(CAUSES) + 1)]
+        lines += [f"| {phase} | {' | '.join(str(f['failures'].get(c, 0)) for c in CAUSES)} | "
+                  f"{f['focus'] or '—'} ({f['trials']} trials) |" for phase, f in state.failures.items()]
+        lines.append("")
+    for phase, importances in state.importances.items():
+        top = ", ".join(f"{k} {v:.2f}" for k, v in list(importances.items())[:4])
+        lines.append(f"Parameter importances in {phase}: {top}.")
+    for r in state.curriculum:
+        lines.append(f"Curriculum after {r['phase']}: retired {len(r['retired'])} solved evolve task(s), added "
+                     f"{len(r['added'])} fresh instance(s).")
+    for phase, trained in state.trained.items():
+        lines.append(f"Weights in {phase}: {trained}.")
+    return [*lines, ""] if lines else []
 
 
 def budget_lines(state: RunState) -> list[str]:

@@ -4,6 +4,8 @@ the top-k harnesses become the pool that the next w-phase re-scores on its new c
 
 from __future__ import annotations
 
+import json
+
 from coevo.search.context import RunContext
 from coevo.search.ratchet import Candidate
 from coevo.search.state import Pair
@@ -11,8 +13,10 @@ from coevo.search.state import Pair
 
 def harness_phase(ctx: RunContext, name: str, run_id: str) -> None:
     from coevo.search import plots
+    from coevo.search.instructions.evolve import evolve_instructions
     from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until, top_trials
 
+    evolve_instructions(ctx, name, run_id)  # GEPA's texts become the choices of the space's `evolve` keys
     config, plan, ledger = ctx.inputs.config, ctx.inputs.plan, ctx.ledger
     study_name = f"{config.name}.{name}"
     sampler = make_sampler(config.sampler, config.seed + ctx.inputs.phases.index(name), plan.trials)
@@ -20,6 +24,8 @@ def harness_phase(ctx: RunContext, name: str, run_id: str) -> None:
     seeded = ledger.step("seeded")
     if seeded is None:
         seeded = ledger.done_step("seeded", trials=seed_pool(ctx, study))
+    if ledger.step("focused") is None:
+        ledger.done_step("focused", trials=focus(ctx, study, run_id, name))
     objective = HarnessObjective(ctx, name, run_id, study_name)
     optimize_until(study, plan.trials + seeded.data["trials"], objective, config.grace_period,
                    wait_for_stale=ctx.resume)
@@ -30,8 +36,50 @@ def harness_phase(ctx: RunContext, name: str, run_id: str) -> None:
     ctx.tracker.metrics(run_id, {"trials": len(trials), "best_objective": top[0].score if top else 0.0,
                                  "pruned": sum(t.state.name == "PRUNED" for t in trials),
                                  "accepted": float(accepted)})
+    log_importances(ctx, name, run_id, study)
     plots.log_study(ctx.tracker, run_id, study)
     ledger.save()
+
+
+def focus(ctx: RunContext, study, run_id: str, name: str) -> int:
+    """Log the incumbent's failure clusters and enqueue the trials that address the largest (failures.py);
+    returns how many were enqueued (they count towards the phase's trials)."""
+    from coevo.search.failures import describe, focused_trials, largest
+
+    pair, generation = ctx.incumbent.pair, ctx.ledger.generation
+    ctx.tracker.metrics(run_id, {f"failures/{c}": n for c, n in pair.failures.items()}, step=generation)
+    ctx.tracker.text(run_id, json.dumps({"generation": generation, "incumbent": pair.source,
+                                         "failures": pair.failures, "focus": largest(pair.failures)}, indent=1),
+                     "failures.json")
+    trials = focused_trials(ctx.inputs.space, ctx.inputs.harness(pair.overrides), pair.failures,
+                            max(1, ctx.inputs.plan.trials // 2))
+    for params in trials:
+        study.enqueue_trial(params, user_attrs={"focus": largest(pair.failures)}, skip_if_exists=True)
+    target = largest(pair.failures)
+    ctx.ledger.state.failures[name] = {"failures": pair.failures, "focus": target, "trials": len(trials)}
+    ctx.log(f"{name}: incumbent ({pair.source}) on the evolve set: {describe(pair.failures)}"
+            + (f"; focus on {target}: {len(trials)} trials enqueued" if trials else ""))
+    return len(trials)
+
+
+def log_importances(ctx: RunContext, name: str, run_id: str, study) -> dict[str, float]:
+    """Optuna's parameter importances (fANOVA) of the phase: which dimensions mattered; {} when the phase
+    has too few complete trials, or none that differ."""
+    import warnings
+
+    import optuna
+
+    try:
+        with warnings.catch_warnings():  # "few trials in some regime": true of every short phase
+            warnings.simplefilter("ignore")
+            importances = optuna.importance.get_param_importances(study)
+    except (ValueError, RuntimeError, ZeroDivisionError, IndexError):
+        return {}
+    ctx.tracker.metrics(run_id, {f"importance/{k}": v for k, v in importances.items()})
+    top = ", ".join(f"{k} {v:.2f}" for k, v in list(importances.items())[:5])
+    ctx.log(f"{name}: parameter importances: {top}")
+    ctx.ledger.state.importances[name] = importances
+    return importances
 
 
 class HarnessObjective:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coevo.search.context import RunContext
+from coevo.search.state import Pair
 
 
 def ensure_start(ctx: RunContext) -> None:
@@ -44,7 +45,9 @@ def start_model(ctx: RunContext) -> Path:
 
 def warm_start(ctx: RunContext, name: str, run_id: str) -> None:
     """SFT on the oracle's passing episodes (train split, plus generated extra instances when the plan
-    says so) rendered through the base harness: `coevo warmstart` inside the search."""
+    says so), dealt among the base harness and `plan.warmstart_harnesses` harnesses sampled from the space:
+    `coevo warmstart` inside the search. Then each of those harnesses is scored on the evolve set: the
+    robustness table, whose pairs also open h1's study."""
     import shutil
 
     from coevo.train.sft import SFTSettings
@@ -52,23 +55,60 @@ def warm_start(ctx: RunContext, name: str, run_id: str) -> None:
 
     config, plan = ctx.inputs.config, ctx.inputs.plan
     out = ctx.run_dir / "checkpoints" / "w0"
+    variants = ctx.inputs.space.sample(plan.warmstart_harnesses, config.seed) if plan.warmstart_harnesses else []
     if not (out / "config.json").is_file():
         model = start_model(ctx)
         settings = SFTSettings(seed=config.seed, epochs=plan.warmstart_epochs)
         staging = out.with_name("w0.staging")
         shutil.rmtree(staging, ignore_errors=True)
+        harnesses = [ctx.inputs.base, *(ctx.inputs.harness(v) for v in variants)]
         ctx.log(f"w0: SFT on the oracle's episodes ({len(ctx.inputs.train)} train tasks + "
-                f"{plan.warmstart_augment} extra instances per family), {settings.epochs:g} epochs")
-        numbers = sft_warm_start(model, ctx.inputs.base, ctx.inputs.train, staging, settings, plan.warmstart_augment,
+                f"{plan.warmstart_augment} extra instances per family) under {len(harnesses)} harnesses, "
+                f"{settings.epochs:g} epochs")
+        numbers = sft_warm_start(model, harnesses, ctx.inputs.train, staging, settings, plan.warmstart_augment,
                                  config.tasks, source=f"w0 ({config.harness})", backend=config.sandbox)
         for junk in staging.glob("checkpoint-*"):
             shutil.rmtree(junk, ignore_errors=True)
         staging.rename(out)  # a killed SFT leaves only the staging folder, redone on resume
         ctx.tracker.metrics(run_id, {"oracle_passed": numbers["oracle_passed"], "oracle_episodes": numbers["tasks"],
                                      "sft_conversations": numbers["conversations"], "sft_epochs": settings.epochs,
+                                     "warmstart_harnesses": len(harnesses),
                                      "w0_seconds": numbers["oracle_s"] + numbers["sft_s"]})
         ctx.tracker.params(run_id, {"base_model": str(model), "harness": str(config.harness)})
     ctx.ledger.state.checkpoints = [str(out)]
     ctx.tracker.tags(run_id, {"checkpoint": str(out)})
     ctx.ledger.save()
     ensure_start(ctx)
+    robustness(ctx, name, run_id, variants)
+
+
+def robustness(ctx: RunContext, name: str, run_id: str, variants: list[dict]) -> None:
+    """Score generation 0 under each warm-start harness on the evolve set (one resumable step each): one row
+    per harness in the log, in MLflow (`robustness/<i>/*` metrics and robustness.md) and in state.json. The
+    pairs become the pool, so h1's study starts from them."""
+    from coevo.config import get_dotted
+    from coevo.search.space import describe
+
+    ledger, pairs = ctx.ledger, []
+    for i, overrides in enumerate(variants, 1):
+        step = ledger.step(f"variant {i}")
+        if step is None:
+            pair, _ = ctx.evaluator.evaluate(f"{name} variant {i}", run_id, overrides, ledger.checkpoint, 0,
+                                             f"w0 harness {i}", tags={"robustness": "1"})
+            step = ledger.done_step(f"variant {i}", pair=pair.model_dump())
+        pairs.append(Pair.model_validate(step.data["pair"]))
+    if not pairs:
+        return
+    base, dumped = ledger.state.baseline, ctx.inputs.base.model_dump(mode="json")
+    rows = [("base", base), *((describe({k: v for k, v in p.overrides.items() if get_dotted(dumped, k) != v}), p)
+                              for p in pairs)]
+    lines = ["| harness | evolve pass@1 [95% CI] | objective |", "|---|---|---|"]
+    for i, (label, pair) in enumerate(rows):
+        lines.append(f"| {label} | {pair.pass_at_1:.3f} [{pair.ci_low:.3f}, {pair.ci_high:.3f}] | {pair.score:.3f} |")
+        ctx.tracker.metrics(run_id, {f"robustness/{i}/pass_at_1": pair.pass_at_1, f"robustness/{i}/objective": pair.score})
+    above = sum(p.pass_at_1 > 0 for _, p in rows)
+    ctx.tracker.metrics(run_id, {"robustness/harnesses_above_0": above})
+    ctx.tracker.text(run_id, "\n".join(lines) + "\n", "robustness.md")
+    ctx.log(f"w0: generation 0 under {len(rows)} harnesses ({above} pass some evolve task):\n" + "\n".join(lines))
+    ledger.state.pool = sorted(pairs, key=lambda p: -p.score)
+    ledger.save()

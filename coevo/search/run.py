@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from coevo.search import final
+from coevo.search import curriculum, final
 from coevo.search.arms import fair_arms
 from coevo.search.config import SearchConfig, dump_config
 from coevo.search.context import RunContext
@@ -54,6 +54,7 @@ class Search:
         evaluator = Evaluator(inputs, tracker, policy_factory)
         incumbent = Incumbent(ledger, evaluator, inputs.promotion, config.seed, config.margin, log)
         self.ctx = RunContext(inputs, ledger, tracker, evaluator, incumbent, resume, log)
+        curriculum.restore(self.ctx)
         self.current_phase_run: str | None = None
 
     def run(self) -> RunState:

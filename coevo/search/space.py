@@ -98,6 +98,22 @@ class SearchSpace:
                 values[p.path] = p.otherwise
         return values
 
+    def sample(self, n: int, seed: int, params: list[Param] | None = None) -> list[dict[str, Any]]:
+        """`n` distinct draws of `params` (default: the harness's), uniformly at random and with `when` obeyed:
+        what the warm start renders its demonstrations under. Fewer when the space holds fewer."""
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # not a line per throwaway study
+        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+        draws: list[dict[str, Any]] = []
+        for _ in range(20 * n):
+            values = self.suggest(study.ask(), self.harness_params if params is None else params)
+            if values not in draws:
+                draws.append(values)
+            if len(draws) == n:
+                break
+        return draws
+
     def distributions(self, values: dict[str, Any]) -> dict:
         """Optuna distributions of the sampled (not `otherwise`) parameters among `values`."""
         active: dict[str, Any] = {}
@@ -107,6 +123,15 @@ class SearchSpace:
                 active[p.path] = values[p.path]
                 out[p.path] = p.distribution()
         return out
+
+
+def describe(values: dict[str, Any]) -> str:
+    """Harness overrides in a line: the last part of each path, template names without `.j2`."""
+    def short(v):
+        return v.removesuffix(".j2") if isinstance(v, str) else v
+
+    return ", ".join(f"{k.rsplit('.', 2)[-2] if k.endswith('.enabled') else k.rsplit('.', 1)[-1]}={short(v)}"
+                     for k, v in values.items()) or "base"
 
 
 def split_overrides(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -34,6 +34,8 @@ class Pair(BaseModel):
     mlflow_run: str | None = None
     fingerprint: str = ""
     """The scoring harness's fingerprint (coevo/harness/fingerprint.py)."""
+    failures: dict[str, int] = {}
+    """Failed episodes of the evaluation by cause (coevo/search/failures.py)."""
     trial: int | None = None
     study: str | None = None
 
@@ -77,6 +79,14 @@ class RunState(BaseModel):
     """Each arm's budget (how much of its lever it spent, in which unit) and its wall time."""
     timings: dict[str, float] = {}
     """Wall seconds of each finished phase (w0, h1, w1, ..., arms, test)."""
+    failures: dict[str, dict[str, Any]] = {}
+    """Per h-phase: the incumbent's failure clusters on the evolve set, the focus cause, trials enqueued."""
+    trained: dict[str, str] = {}
+    """Per w-phase: what the weights trained on and what was dropped, in words."""
+    importances: dict[str, dict[str, float]] = {}
+    """Optuna's parameter importances per h-phase: which harness dimensions mattered."""
+    curriculum: list[dict[str, Any]] = []
+    """One record per refresh of the evolve set: generation, retired and added task names, the folder."""
     test: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Final table: row name -> Pair fields + test summary (+ its held-out block)."""
     verdict: dict[str, Any] = {}

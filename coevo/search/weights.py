@@ -20,8 +20,12 @@ def weights_phase(ctx: RunContext, name: str, run_id: str) -> None:
     """Train from the incumbent; its harness on the new checkpoint challenges it (new weights); when the
     weights are promoted, the best re-scored harness on them challenges next (a harness for the new
     weights). A rejected checkpoint stays in the run folder but is never trained on or searched on."""
+    from coevo.search import curriculum
+
     ledger = ctx.ledger
-    trained = ledger.step("trained") or train_phase(ctx, name, run_id)
+    retiring = curriculum.solved(ctx)  # their successes are harvested with the train tasks', then they leave
+    trained = ledger.step("trained") or train_phase(ctx, name, run_id, extra=retiring)
+    curriculum.refresh(ctx, name, run_id, retiring)
     rescored = rescore(ctx, name, run_id, trained.data["train"])
     weights = ctx.incumbent.challenge(Candidate(rescored[0], name), run_id, "challenge weights").accepted
     best = max(rescored, key=lambda p: p.score)
@@ -29,19 +33,23 @@ def weights_phase(ctx: RunContext, name: str, run_id: str) -> None:
         ledger.state.pool = sorted(rescored, key=lambda p: -p.score)[: ctx.inputs.plan.top_k]
         if best is not rescored[0]:
             ctx.incumbent.challenge(Candidate(best, name), run_id, "challenge harness")
+    elif ledger.state.curriculum and ledger.state.curriculum[-1]["retired"]:
+        kept = rescore_kept(ctx, name, run_id)  # evolve scores of the old set would mislead the next h-phase
+        ledger.state.incumbent, ledger.state.pool = kept[0], sorted(kept, key=lambda p: -p.score)[: ctx.inputs.plan.top_k]
     ctx.tracker.metrics(run_id, {"rescored": len(rescored), "best_objective": best.score,
                                  "accepted": float(weights)})
     ledger.save()
 
 
-def train_phase(ctx: RunContext, name: str, run_id: str):
-    """GRPO from the incumbent (one run, or a study over train.* keys); a failed run keeps the weights."""
+def train_phase(ctx: RunContext, name: str, run_id: str, extra: list = ()):
+    """Train from the incumbent (one run, or a study over train.* keys) on the train tasks plus `extra`; a
+    failed run keeps the weights."""
     ledger, start = ctx.ledger, ctx.incumbent.pair
     try:
         ckpt, train_values = (train_study(ctx, start, name, run_id)
                               if ctx.inputs.space.train_params and ctx.inputs.plan.train_trials > 1
-                              else (train_once(ctx, start, name, run_id, {}, ctx.run_dir / "checkpoints" / name),
-                                    {}))
+                              else (train_once(ctx, start, name, run_id, {}, ctx.run_dir / "checkpoints" / name,
+                                               extra=list(extra)), {}))
     except Exception as e:  # noqa: BLE001 - boundary: a failed w-phase keeps the weights, the search goes on
         cause = f"{type(e).__name__}: {e}"
         ctx.tracker.tags(run_id, {"error": cause[:5000]})
@@ -64,21 +72,29 @@ def grpo_spec(ctx: RunContext, values: dict[str, Any], steps: int | None = None,
 
 
 def train_once(ctx: RunContext, start: Pair, name: str, log_run: str, values: dict[str, Any], out,
-               steps: int | None = None, seed: int | None = None) -> str:
-    """One GRPO run from `start`'s checkpoint under its harness; resumes a killed run in `out`. Its
-    per-step metrics go to `log_run` (the phase run, or the trial's run)."""
+               steps: int | None = None, seed: int | None = None, extra: list = ()) -> str:
+    """One weights update (train.mode) from `start`'s checkpoint under its harness, on the train tasks plus
+    `extra`; resumes a killed run in `out`. Its per-step metrics go to `log_run` (the phase run, or the
+    trial's run)."""
     from coevo.harness.fingerprint import fingerprint
     from coevo.train.checkpoint import last_checkpoint
-    from coevo.train.grpo import train_grpo
+    from coevo.train.weights import train_weights
 
     spec = grpo_spec(ctx, values, steps, seed)
     harness = ctx.inputs.harness(start.overrides)
-    ctx.log(f"{name}: GRPO {spec.steps} steps x {spec.batch_size} episodes from {start.checkpoint} under "
-            f"{start.source}'s harness")
+    tasks = [*ctx.inputs.train, *extra]
+    what = (f"GRPO {spec.steps} steps x {spec.batch_size} episodes" if spec.mode == "rl" else
+            f"{spec.mode}: harvest {spec.harvest_samples} episodes x {len(tasks)} tasks")
+    ctx.log(f"{name}: {what} from {start.checkpoint} under {start.source}'s harness")
     ctx.tracker.params(log_run, {f"grpo.{k}": v for k, v in spec.model_dump(mode="json").items()})
     ctx.tracker.tags(log_run, {"harness_fingerprint": fingerprint(harness)})
-    result = train_grpo(start.checkpoint, harness, ctx.inputs.train, out, spec,
-                        resume=last_checkpoint(out) is not None, backend=ctx.inputs.config.sandbox)
+    result = train_weights(start.checkpoint, harness, tasks, out, spec,
+                           resume=last_checkpoint(out) is not None, backend=ctx.inputs.config.sandbox,
+                           log=lambda m: ctx.log(f"{name}: {m}"))
+    if result.summary:
+        ctx.log(f"{name}: {result.summary}")
+        ctx.ledger.state.trained[name] = result.summary
+        ctx.tracker.text(log_run, result.summary + "\n", "trained.txt")
     for record in result.metrics:
         step = int(record.get("step", 0))
         numbers = {k: v for k, v in record.items() if k != "step" and isinstance(v, int | float)}
@@ -139,11 +155,40 @@ class TrainObjective:
         return pair.score
 
 
+def rescore_kept(ctx: RunContext, name: str, run_id: str) -> list[Pair]:
+    """The incumbent and the pool on their own checkpoint, re-scored on the refreshed evolve set (each a
+    resumable step); the same pairs (promotion scores stay valid), with new evolve scores and failures."""
+    out = []
+    for i, old in enumerate(_distinct([ctx.incumbent.pair, *ctx.ledger.state.pool])):
+        step = ctx.ledger.step(f"kept {i}")
+        if step is None:
+            pair, _ = ctx.evaluator.evaluate(f"{name} rescore {old.source}", run_id, old.overrides, old.checkpoint,
+                                             old.generation, old.source, tags={"rescore": "1"})
+            fresh = old.model_copy(update={k: getattr(pair, k) for k in (
+                "score", "pass_at_1", "ci_low", "ci_high", "per_task", "mlflow_run", "failures")})
+            step = ctx.ledger.done_step(f"kept {i}", pair=fresh.model_dump())
+            ctx.log(f"{name}: re-scored {old.source} on the refreshed evolve set: {fresh.brief()}")
+        out.append(Pair.model_validate(step.data["pair"]))
+    return out
+
+
+def _distinct(pairs: list[Pair]) -> list[Pair]:
+    from coevo.search.ratchet import pair_key
+
+    seen, out = set(), []
+    for pair in pairs:
+        key = pair_key(pair)
+        if key not in seen:
+            seen.add(key)
+            out.append(pair)
+    return out
+
+
 def rescore(ctx: RunContext, name: str, run_id: str, train_values: dict) -> list[Pair]:
     """The incumbent's harness and the pool's, scored on the new checkpoint (each one a resumable step)."""
     ledger = ctx.ledger
     candidates, seen = [], set()
-    for pair in [ledger.state.incumbent, *ledger.state.pool]:
+    for pair in [ledger.state.incumbent, *ledger.state.pool]:  # by harness: all go onto the new checkpoint
         key = repr(sorted(pair.overrides.items()))
         if key not in seen:
             seen.add(key)

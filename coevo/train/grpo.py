@@ -45,6 +45,8 @@ class TrainResult:
     metrics: list[dict] = field(default_factory=list)
     """One record per step: TRL's logged metrics (loss, reward, kl, ...) and ours (pass_rate, mismatch/*,
     drift/*, tokens/*, groups/*, time/*), over all resumptions."""
+    summary: str = ""
+    """What the update trained on and what it dropped, in words (coevo.train.weights fills it)."""
 
 
 def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, resume: bool = False,

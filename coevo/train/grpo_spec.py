@@ -38,7 +38,8 @@ class MismatchSpec(BaseModel):
 
 
 class GRPOSpec(BaseModel):
-    """One inner-loop run: batch shape, TRL GRPO loss options, reward, mismatch watch, checkpoints."""
+    """One inner-loop run: batch shape, TRL GRPO loss options, reward, mismatch watch, checkpoints; and the
+    weights channel's mode (coevo.train.weights): GRPO, self-SFT on verified successes, or either."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -109,6 +110,19 @@ class GRPOSpec(BaseModel):
     """Seed of data order, initialisation and rollout sampling (each step samples with seed + step)."""
     report_to: Literal["auto", "none", "mlflow"] = "auto"
     """`auto`: MLflow when MLFLOW_TRACKING_URI is set or an MLflow run is active, else none."""
+    mode: Literal["rl", "sft", "auto"] = "rl"
+    """`rl`: GRPO; `sft`: fine-tune on the model's own verified successes (coevo.train.harvest); `auto`:
+    harvest first, then GRPO on the frontier when it has at least `min_frontier` tasks, else self-SFT."""
+    harvest_samples: int = Field(4, ge=1)
+    """Episodes per task of the harvest (sft, auto): pass@k's k."""
+    gap_weight: int = Field(2, ge=1)
+    """Distinct successes kept of a task solved in some samples but not all (one of a task solved in all)."""
+    min_frontier: int | None = Field(None, ge=1)
+    """`auto`: frontier tasks GRPO needs; None: tasks_per_step."""
+    sft_epochs: float = Field(2.0, gt=0)
+    """Self-SFT passes over the harvested examples."""
+    sft_learning_rate: float = Field(1e-3, gt=0)
+    """Self-SFT peak learning rate (cosine schedule)."""
     # The two free-form sections close the spec: under them the rest of a dotted path is one key.
     trl: dict[str, Any] = {}
     """Any other TRL `GRPOConfig` option, passed through as is (e.g. {"top_entropy_quantile": 0.2})."""

@@ -51,9 +51,11 @@ def check_lengths(tokenizer, conversations: list[list[dict]], max_length: int, s
                          f"{tokenizer.model_max_length}) or shorten the harness's prompts")
 
 
-def train_sft(model_dir: Path, conversations: list[list[dict]], out: Path, settings: SFTSettings,
+def train_sft(model_dir: Path, conversations: list[list[dict]] | list[dict], out: Path, settings: SFTSettings,
               source: str = "warmstart") -> Path:
-    """Fine-tune `model_dir` on `conversations` (lists of chat messages) and save a HF folder to `out`."""
+    """Fine-tune `model_dir` on `conversations` and save a HF folder to `out`. Each is a list of chat messages
+    (rendered by the chat template, loss on the assistant's turns), or a token row {"input_ids",
+    "assistant_masks"} trained on exactly as given (a sampled episode: token in, token out)."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -64,19 +66,23 @@ def train_sft(model_dir: Path, conversations: list[list[dict]], out: Path, setti
     if settings.threads:
         torch.set_num_threads(settings.threads)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    max_length = settings.max_length or min(max(token_count(tokenizer, c) for c in conversations),
-                                            tokenizer.model_max_length)
-    check_lengths(tokenizer, conversations, max_length, source)
+    tokens = isinstance(conversations[0], dict)
+    lengths = [len(c["input_ids"]) if tokens else token_count(tokenizer, c) for c in conversations]
+    max_length = settings.max_length or min(max(lengths), tokenizer.model_max_length)
+    if tokens:
+        conversations = [c for c, n in zip(conversations, lengths) if n <= max_length]  # cut rows lose answers
+    else:
+        check_lengths(tokenizer, conversations, max_length, source)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     config = SFTConfig(
         output_dir=str(out), num_train_epochs=settings.epochs, learning_rate=settings.lr,
         per_device_train_batch_size=settings.batch_size, lr_scheduler_type="cosine",
         warmup_steps=settings.warmup_ratio, weight_decay=settings.weight_decay, seed=settings.seed,
-        max_length=max_length, assistant_only_loss=True, use_cpu=not torch.cuda.is_available(), bf16=False,
+        max_length=max_length, assistant_only_loss=not tokens, use_cpu=not torch.cuda.is_available(), bf16=False,
         activation_checkpointing=False, save_strategy="no", report_to="none", logging_steps=10,
         dataloader_num_workers=0, disable_tqdm=True,
     )
-    dataset = Dataset.from_list([{"messages": c} for c in conversations])
+    dataset = Dataset.from_list(conversations if tokens else [{"messages": c} for c in conversations])
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     trainer.train()
     out = Path(out)

@@ -1,9 +1,14 @@
 """`coevo warmstart`: play every task's solution through the harness with the oracle policy, keep the
-episodes the verifier passed, and fine-tune the model on them (assistant-only SFT).
+episodes the verifier passed, and fine-tune the model on them (loss on the model's tokens only).
 
-The oracle runs through the real rollout engine, sandboxes and verifier, so the conversations are
-exactly what the harness shows a model (its prompts, action format, observations and truncation), and
-a solution that does not pass under this harness is left out rather than taught.
+The oracle runs through the real rollout engine, sandboxes and verifier, so the episodes are exactly what
+the harness shows a model (its prompts, tool schemas, action format, observations and truncation), token
+for token, and a solution that does not pass under this harness is left out rather than taught.
+
+Given several harnesses (the search's w0 samples them from its space), the tasks are dealt among them:
+a model that has seen one template and one action format scores 0 under any other, and a harness search
+over structure would have nowhere to move. Each demonstration is trained on as the tokens its own harness
+rendered.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from coevo.outcomes import passed
+from coevo.train.harvest import token_row
 from coevo.train.sft import SFTSettings, train_sft
 
 AUGMENT = 60
@@ -29,15 +35,24 @@ def default_augment(tasks_dir: Path) -> int:
     return AUGMENT if generated_manifest(tasks_dir) else 0
 
 
-def oracle_trajectories(harness, tasks: list, tokenizer, seed: int = 0, backend: str = "local",
+def oracle_trajectories(harnesses, tasks: list, tokenizer, seed: int = 0, backend: str = "local",
                         image_map: dict[str, str] | None = None) -> list:
     """One oracle episode per task, tokenized with `tokenizer` (so context limits apply as for the model),
-    in `backend`'s sandboxes (see coevo.sandbox.make_sandbox)."""
+    in `backend`'s sandboxes (see coevo.sandbox.make_sandbox). `harnesses`: one harness, or a list the tasks
+    are dealt among in turn (task i under harness i mod n); trajectories come back in task order."""
     from coevo.policy.scripted import OraclePolicy
     from coevo.rollout import rollout
 
-    return rollout(tasks, harness, OraclePolicy(harness, tasks, tokenizer=tokenizer), n_per_task=1, seed=seed,
-                   backend=backend, image_map=image_map)
+    harnesses = harnesses if isinstance(harnesses, list) else [harnesses]
+    dealt: dict[int, list] = {}
+    for i, task in enumerate(tasks):
+        dealt.setdefault(i % len(harnesses), []).append(task)
+    done = {}
+    for k, share in dealt.items():
+        for t in rollout(share, harnesses[k], OraclePolicy(harnesses[k], share, tokenizer=tokenizer), n_per_task=1,
+                         seed=seed, backend=backend, image_map=image_map):
+            done[t.task] = t
+    return [done[t.name] for t in tasks]
 
 
 def extra_tasks(tasks_dir: Path, out: Path, per_family: int, seed: int) -> list:
@@ -69,7 +84,8 @@ def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettin
                suite: Path | None = None, source: str = "warmstart", backend: str = "local",
                image_map: dict[str, str] | None = None) -> dict:
     """Oracle episodes on `tasks` (plus `augment` fresh instances per family of the generated `suite`,
-    see `extra_tasks`), then SFT from `model` to `out`; returns the numbers (also in out/warmstart.json).
+    see `extra_tasks`) under `harness` (or a list of harnesses, see `oracle_trajectories`), then SFT from
+    `model` to `out` on their tokens; returns the numbers (also in out/warmstart.json).
 
     Writes `out/oracle.jsonl` (every oracle episode on `tasks`) and `out/oracle_extra.jsonl` (on the
     extra instances), so a user can see what was taught and what was left out."""
@@ -91,14 +107,15 @@ def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettin
         save_trajectories(out / "oracle_extra.jsonl", extra)
     t_oracle = time.perf_counter() - t0
     good = demonstrations(trajectories) + demonstrations(extra)
+    names = ", ".join(dict.fromkeys(t.harness for t in trajectories))
     if not good:
-        raise ValueError(f"{source}: none of the {len(trajectories)} oracle episodes passed under {harness.name}; "
+        raise ValueError(f"{source}: none of the {len(trajectories)} oracle episodes passed under {names}; "
                          f"first failure: {_cause(trajectories[0])}")
     t1 = time.perf_counter()
-    train_sft(model, [t.messages for t in good], out, settings, source=source)
+    train_sft(model, [token_row(t) for t in good], out, settings, source=source)
     numbers = {"tasks": len(tasks), "oracle_passed": len(demonstrations(trajectories)), "extra_tasks": len(extra),
                "extra_passed": len(demonstrations(extra)), "conversations": len(good), "oracle_s": round(t_oracle, 1),
-               "sft_s": round(time.perf_counter() - t1, 1), "harness": harness.name, "settings": asdict(settings),
+               "sft_s": round(time.perf_counter() - t1, 1), "harness": names, "settings": asdict(settings),
                "left_out": _left_out(trajectories + extra)}
     (out / "warmstart.json").write_text(json.dumps(numbers, indent=1) + "\n")
     return numbers

@@ -82,10 +82,11 @@ def run_gepa(ctx: RunContext, param: EvolveParam, phase: str, run_id: str, start
                                                                                         param.path: name}),
                              rollouts(ctx, start), config.objective, reflection_lm(spec, config.space, param.path),
                              ctx.log)
-    ctx.log(f"gepa {phase} {param.path}: evolving {seed_name} on {len(ctx.inputs.dev)} evolve tasks, "
+    evolve = [t for batch in ctx.evaluator.evolve_batches for t in batch]  # the evolve set now (curriculum.py)
+    ctx.log(f"gepa {phase} {param.path}: evolving {seed_name} on {len(evolve)} evolve tasks, "
             f"budget {spec.budget} episodes, reflection LM {spec.reflection_lm}")
     started = time.monotonic()
-    result = gepa.optimize(seed_candidate={param.slot: seed_text}, trainset=ctx.inputs.dev, valset=ctx.inputs.dev,
+    result = gepa.optimize(seed_candidate={param.slot: seed_text}, trainset=evolve, valset=evolve,
                            adapter=adapter, max_metric_calls=spec.budget, reflection_minibatch_size=spec.minibatch,
                            run_dir=str(folder / "state"), seed=config.seed, raise_on_exception=False,
                            track_best_outputs=False, cache_evaluation=True, display_progress_bar=False,

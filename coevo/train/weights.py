@@ -1,0 +1,102 @@
+"""One weights update, in the mode the spec names (`train.mode`):
+
+    rl     GRPO (coevo.train.grpo) on the tasks given, screened as the spec says
+    sft    self-SFT: harvest k episodes per task under the harness, fine-tune on the verified successes
+           (coevo.train.harvest), token in / token out
+    auto   harvest first; GRPO on the frontier (tasks whose episodes disagree) when it holds at least
+           `min_frontier` tasks, else self-SFT on the same harvest: the weights channel always has a signal
+           as long as the model solves something
+
+Every mode writes a HF checkpoint folder and returns a TrainResult; `TrainResult.metrics` says what it
+trained on and what it dropped, and why.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from coevo.train.grpo import TrainResult, train_grpo
+from coevo.train.grpo_spec import GRPOSpec
+from coevo.train.harvest import Harvest, harvest, save
+
+
+def train_weights(model_dir: Path, harness, tasks: list, out: Path, spec: GRPOSpec, resume: bool = False,
+                  backend: str = "local", image_map: dict[str, str] | None = None, log=print) -> TrainResult:
+    """Update `model_dir` under `harness` on `tasks` by `spec.mode`; the checkpoint goes under `out`."""
+    out = Path(out)
+    if spec.mode == "rl":
+        return grpo_summary(train_grpo(model_dir, harness, tasks, out, spec, resume=resume, backend=backend,
+                                       image_map=image_map), spec, len(tasks))
+    done = out / "sft"
+    if (done / "config.json").is_file():  # a finished self-SFT: nothing to redo on resume
+        result = TrainResult(done, out, 1, metrics=[{"step": 1, "mode_sft": 1.0}])
+        result.summary = f"{spec.mode}: self-SFT (finished before a resume)"
+        return result
+    h = sample_harvest(model_dir, harness, tasks, spec, out, backend, image_map)
+    log(h.describe())
+    frontier = [t for t in tasks if t.name in set(h.frontier)]
+    if spec.mode == "auto" and len(frontier) >= (spec.min_frontier or spec.tasks_per_step):
+        log(f"auto: {len(frontier)} frontier tasks -> GRPO on them")
+        from coevo.train.checkpoint import last_checkpoint
+
+        result = train_grpo(model_dir, harness, frontier, out / "rl", spec.with_overrides({"screen_samples": 0}),
+                            resume=last_checkpoint(out / "rl") is not None, backend=backend, image_map=image_map)
+        result.metrics = [{**m, "mode_sft": 0.0, **h.summary()} for m in result.metrics]
+        return grpo_summary(result, spec, len(frontier), f"auto, {h.describe()}: ")
+    if not h.rows:
+        raise ValueError(f"self-SFT: no verified success to train on among {h.episodes} episodes under "
+                         f"{harness.name} ({len(tasks)} tasks x {spec.harvest_samples}); the weights stay")
+    log(f"{spec.mode}: self-SFT on {len(h.rows)} examples" + (
+        f" ({len(frontier)} frontier tasks < {spec.min_frontier or spec.tasks_per_step})" if spec.mode == "auto" else ""))
+    self_sft(model_dir, h, done, spec)
+    result = TrainResult(done, out, 1, metrics=[{"step": 1, "mode_sft": 1.0, **h.summary()}])
+    result.summary = f"{spec.mode}: self-SFT, {h.describe()}"
+    return result
+
+
+def grpo_summary(result: TrainResult, spec: GRPOSpec, tasks: int, prefix: str = "") -> TrainResult:
+    """A GRPO run in words: groups trained on, and those without signal (dropped when the spec says so)."""
+    groups = result.steps * spec.tasks_per_step
+    flat = int(sum(m.get("groups/no_signal", 0) for m in result.metrics))
+    fate = "dropped" if spec.drop_no_signal_groups else "kept, with zero advantage"
+    result.summary = (f"{prefix}GRPO on {tasks} tasks, {result.steps} steps: {groups - flat} groups trained on, "
+                      f"{flat} without signal ({fate})")
+    return result
+
+
+def sample_harvest(model_dir: Path, harness, tasks: list, spec: GRPOSpec, out: Path, backend: str,
+                   image_map: dict[str, str] | None) -> Harvest:
+    """k = `spec.harvest_samples` episodes per task at the training temperature, sorted (see harvest). The
+    episodes are kept in out/harvest.jsonl: a resumed run sorts them again rather than sampling anew."""
+    from coevo.harness.fingerprint import fingerprint
+    from coevo.policy.hf import HFPolicy
+    from coevo.rollout import load_trajectories, rollout, save_trajectories
+    from coevo.train.grpo import _training_harness
+    from coevo.train.grpo_rollout import reward_of
+
+    harness = _training_harness(harness, spec)
+    episodes = out / "harvest.jsonl"
+    if episodes.is_file():
+        trajectories = load_trajectories(episodes)
+    else:
+        trajectories = rollout(tasks, harness, HFPolicy(model_dir), n_per_task=spec.harvest_samples,
+                               seed=spec.seed, backend=backend, image_map=image_map)
+        out.mkdir(parents=True, exist_ok=True)
+        save_trajectories(episodes.with_suffix(".staging"), trajectories).rename(episodes)
+    h = harvest(trajectories, fingerprint(harness), lambda t: reward_of(t, spec.reward), spec.gap_weight)
+    save(h, out)
+    return h
+
+
+def self_sft(model_dir: Path, h: Harvest, done: Path, spec: GRPOSpec) -> None:
+    """Fine-tune on the harvest's token rows; published by rename, so a killed run redoes it whole."""
+    from coevo.train.sft import SFTSettings, train_sft
+
+    staging = done.with_name("sft.staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    settings = SFTSettings(epochs=spec.sft_epochs, lr=spec.sft_learning_rate, seed=spec.seed, warmup_ratio=0.0)
+    train_sft(model_dir, h.rows, staging, settings, source="self-SFT")
+    for junk in staging.glob("checkpoint-*"):
+        shutil.rmtree(junk, ignore_errors=True)
+    staging.rename(done)
