@@ -115,7 +115,7 @@ class MlflowServer:
                                                                                    "postgresql+psycopg://"),
                  "--artifacts-destination", artifacts.as_uri(), "--host", "127.0.0.1", "--port", str(self.port),
                  "--workers", "1"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self._wait_ready(120)
+        self._wait_ready(300)  # its schema migrations take 20 s on an idle machine, minutes on a busy one
 
     def _wait_ready(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds

@@ -198,3 +198,30 @@ def test_bad_store_urls_name_the_flag_and_what_is_valid_and_hide_the_password(tm
                                   ("tracking_uri", "ftp://host/x", "unknown scheme 'ftp'")]:
         with pytest.raises(SearchError, match=problem):
             load_config(write_config(tmp_path, suite, **{field: value}))
+
+
+def test_the_scale_out_example_config_loads_and_trl_vllm_server_options_reach_grpo(tmp_path):
+    """In config only (README: Scale-out): the vLLM server options reach TRL's GRPOConfig unchanged."""
+    from coevo.harness import load_harness
+    from coevo.search.config import load_config
+    from coevo.train.grpo import grpo_config
+    from coevo.train.grpo_spec import spec_from_dict
+
+    config = load_config(ROOT / "search_spaces" / "scale_out.yaml")
+    assert config.storage.startswith("postgresql://") and config.tracking_uri.startswith("http://")
+    vllm = {"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": "http://gpu0:8000"}
+    spec = spec_from_dict({**config.train, "trl": vllm}, "scale_out.yaml: train")
+    args = grpo_config(spec, load_harness(config.harness), tmp_path)
+    assert (args.use_vllm, args.vllm_mode, args.vllm_server_base_url) == (True, "server", "http://gpu0:8000")
+
+
+def test_coevo_check_reaches_the_servers_and_names_one_that_does_not_answer(servers):
+    from coevo.search.stores import probe_server
+
+    cluster, tracking = servers
+    assert probe_server(cluster.url()).endswith("connected") and PASSWORD not in probe_server(cluster.url())
+    assert probe_server(tracking).endswith("answers (HTTP 200)")
+    wrong = cluster.url().replace(PASSWORD, "wrong-pw")
+    with pytest.raises(ValueError, match="cannot reach it: .*password authentication failed") as failed:
+        probe_server(wrong)
+    assert "wrong-pw" not in str(failed.value)

@@ -134,7 +134,8 @@ def check_stores(c: Context) -> str:
 
 
 def _probe(what: str, url: str) -> str:
-    """Write and delete a scratch sqlite file in the nearest existing folder of a local store."""
+    """Write and delete a scratch sqlite file in the nearest existing folder of a local store; reach a
+    server (a database, an MLflow tracking server)."""
     import sqlite3
 
     if url.startswith("sqlite:///"):
@@ -142,7 +143,9 @@ def _probe(what: str, url: str) -> str:
     elif url.startswith(("file:", "/")):
         db = Path(url.removeprefix("file://").removeprefix("file:")) / "probe"
     else:
-        return f"{url}: not a local store, not probed"
+        from coevo.search.stores import probe_server
+
+        return probe_server(url)
     folder = db.parent
     while not folder.exists():
         folder = folder.parent

@@ -63,3 +63,26 @@ def _sqlalchemy_problem(url: str) -> str | None:
 def engine_url(url: str) -> str:
     """The URL as SQLAlchemy should open it: `postgresql://` goes through psycopg 3, which coevo ships."""
     return "postgresql+psycopg://" + url.removeprefix("postgresql://") if url.startswith("postgresql://") else url
+
+
+def probe_server(url: str) -> str:
+    """Reach a store that is not a local file (`coevo check`): an MLflow server answers /health, a database
+    runs `SELECT 1`. A ValueError says which store did not answer, and why, with the password masked."""
+    try:
+        if url.startswith(("http://", "https://")):
+            import urllib.request
+
+            with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=10) as response:
+                return f"{redact(url)}: answers (HTTP {response.status})"
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(engine_url(url), connect_args={"connect_timeout": 10} if "postgresql" in url else {})
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        finally:
+            engine.dispose()
+        return f"{redact(url)}: connected"
+    except Exception as e:  # noqa: BLE001 - boundary: any failure to reach it is the check's answer
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"{redact(url)}: cannot reach it: {redact(why)}") from None
