@@ -128,7 +128,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: its default)")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     with tempfile.TemporaryDirectory() as scratch:
         if args.model is None:
@@ -158,8 +163,10 @@ def main() -> None:
              (f"time to first token, streamed, beside {args.sessions} sessions", f"{loaded[0] * 1000:.0f} ms",
               f"whole reply {loaded[1] * 1000:.0f} ms")]
     load = os.getloadavg()[0]
-    print(f"\ncoevo serve on {args.model} ({os.cpu_count()} CPUs, load average {load:.1f} at the end; "
-          f"{args.tokens} tokens per reply)\n")
+    import torch
+
+    print(f"\ncoevo serve on {args.model} ({os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, load "
+          f"average {load:.1f} at the end; {args.tokens} tokens per reply)\n")
     print("| measure | time | vs direct / rate |\n|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")

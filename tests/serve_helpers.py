@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
+import shutil
+import tempfile
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -12,10 +16,14 @@ REPO = Path(__file__).resolve().parents[1]
 MODEL = "tiny"
 
 
-def build_model(folder: Path) -> Path:
+@functools.cache
+def tiny_model() -> Path:
+    """The tiny model, built once per test process for every serve test module (none of them changes it)."""
     from coevo.train.model import build_tiny_model
 
-    return build_tiny_model(folder, REPO / "tasks", seed=0)
+    folder = Path(tempfile.mkdtemp(prefix="coevo-serve-tests-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return build_tiny_model(folder / "model", REPO / "tasks", seed=0)
 
 
 @contextmanager

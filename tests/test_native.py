@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from serve_helpers import MODEL, build_model, serving, torch_threads
+from serve_helpers import MODEL, serving, tiny_model, torch_threads
 
 from coevo.native.run import run_native
 from coevo.native.spec import load_native_harness
@@ -19,8 +19,8 @@ SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_model(tmp_path_factory.mktemp("model"))
+def model_dir():
+    return tiny_model()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from serve_helpers import MODEL, build_model, chat_ids, client, post, serving
+from serve_helpers import MODEL, chat_ids, client, post, serving, tiny_model
 
 from coevo import GenerationRequest, SamplingParams
 
@@ -14,10 +14,10 @@ HI = [{"role": "system", "content": "You are a shell agent."}, {"role": "user", 
 
 
 @pytest.fixture(scope="module")
-def policy(tmp_path_factory):
+def policy():
     from coevo.policy.hf import HFPolicy
 
-    return HFPolicy(build_model(tmp_path_factory.mktemp("model")), device="cpu")
+    return HFPolicy(tiny_model(), device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -168,3 +168,25 @@ def test_dspy_predict_answers_through_the_server(policy):
         with dspy.context(lm=lm):
             result = dspy.Predict("question -> answer")(question="What does ls list?")
     assert result.answer == "the files (question seen: True)"
+
+
+def test_a_failing_generate_is_a_500_and_the_server_goes_on(policy):
+    import openai
+
+    from coevo.policy.scripted import ScriptedPolicy
+
+    def reply(request: GenerationRequest, turn: int) -> str:
+        if "boom" in request.messages[-1]["content"]:
+            raise RuntimeError("the policy broke")
+        return "fine"
+
+    with serving(ScriptedPolicy(reply, policy.tokenizer), policy.tokenizer) as (server, _):
+        api = client(server)
+        boom = [{"role": "user", "content": "boom"}]
+        with pytest.raises(openai.InternalServerError) as caught:
+            api.chat.completions.create(model=MODEL, messages=boom)
+        assert caught.value.body["type"] == "server_error" and "the policy broke" in caught.value.body["message"]
+        with pytest.raises(openai.APIError, match="the policy broke"):
+            list(api.chat.completions.create(model=MODEL, messages=boom, stream=True))
+        ok = api.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        assert ok.choices[0].message.content == "fine"

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from serve_helpers import build_model, client, post
+from serve_helpers import client, post, tiny_model
 from typer.testing import CliRunner
 
 from coevo.cli import app
@@ -31,10 +31,10 @@ def wait_for_url(process: subprocess.Popen, lines: list[str], timeout_s: float =
     raise AssertionError("coevo serve did not start:\n" + "".join(lines))
 
 
-def test_serve_checks_the_bearer_key_and_never_logs_it(tmp_path):
+def test_serve_checks_the_bearer_key_and_never_logs_it():
     import openai
 
-    model = build_model(tmp_path / "model")
+    model = tiny_model()
     command = [sys.executable, "-m", "coevo.cli", "serve", str(model), "--port", "0", "--name", "tiny"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "COEVO_API_KEY": KEY})

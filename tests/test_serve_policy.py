@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from policy_contract import PolicyContract
-from serve_helpers import MODEL, build_model, chat_ids, serving
+from serve_helpers import MODEL, chat_ids, serving, tiny_model
 
 from coevo import GenerationRequest, SamplingParams
 from coevo.policy import make_policy
@@ -16,8 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_model(tmp_path_factory.mktemp("model"))
+def model_dir():
+    return tiny_model()
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ sampled id must land in the record unchanged."""
 from __future__ import annotations
 
 import pytest
-from serve_helpers import MODEL, build_model, chat_ids, client, serving
+from serve_helpers import MODEL, chat_ids, client, serving, tiny_model
 
 from coevo.rollout.trajectory import Trajectory
 
@@ -14,8 +14,8 @@ REPLIES = ["ls /app", "cat /app/input.txt", "echo 42 > /app/answer.txt"]
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_model(tmp_path_factory.mktemp("model"))
+def model_dir():
+    return tiny_model()
 
 
 @pytest.fixture(scope="module")

@@ -173,12 +173,6 @@ def create_app(policy, tokenizer, model: str, *, context_length: int, api_key: s
                             streams=isinstance(policy, HFPolicy))
     served = Served(model, chat, engine, SessionStore(harness), context_length, default_max_tokens)
 
-    def bearer(request: Request) -> None:
-        given = request.headers.get("authorization", "").encode()
-        if api_key is not None and not secrets.compare_digest(given, f"Bearer {api_key}".encode()):
-            raise APIError(401, "Incorrect or missing API key: send it as the header 'Authorization: Bearer KEY'.",
-                           code="invalid_api_key")
-
     async def lifespan(app):
         engine.start()
         yield
@@ -187,12 +181,30 @@ def create_app(policy, tokenizer, model: str, *, context_length: int, api_key: s
     app = FastAPI(title="coevo serve", lifespan=lifespan)
     app.state.served = served
     install_handlers(app)
-    v1 = APIRouter(dependencies=[Depends(bearer)])
+    v1, sessions = routers(served, Depends(bearer_check(api_key)))
+    app.include_router(v1, prefix="/v1")
+    app.include_router(v1, prefix="/sessions/{session}/v1")
+    app.include_router(sessions)
+    return app
+
+
+def bearer_check(api_key: str | None):
+    def bearer(request: Request) -> None:
+        given = request.headers.get("authorization", "").encode()
+        if api_key is not None and not secrets.compare_digest(given, f"Bearer {api_key}".encode()):
+            raise APIError(401, "Incorrect or missing API key: send it as the header 'Authorization: Bearer KEY'.",
+                           code="invalid_api_key")
+    return bearer
+
+
+def routers(served: Served, auth) -> tuple[APIRouter, APIRouter]:
+    """The OpenAI routes (mounted at /v1 and at each session's /v1), and the session records."""
+    v1 = APIRouter(dependencies=[auth])
 
     @v1.get("/models")
     async def models():
-        return {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "coevo",
-                                             "max_model_len": context_length}]}
+        return {"object": "list", "data": [{"id": served.model, "object": "model", "created": 0, "owned_by": "coevo",
+                                             "max_model_len": served.context_length}]}
 
     @v1.post("/chat/completions")
     async def chat_route(request: Request):
@@ -202,7 +214,7 @@ def create_app(policy, tokenizer, model: str, *, context_length: int, api_key: s
     async def completions_route(request: Request):
         return await completions(served, request, request.path_params.get("session"))
 
-    sessions = APIRouter(prefix="/sessions/{session}", dependencies=[Depends(bearer)])
+    sessions = APIRouter(prefix="/sessions/{session}", dependencies=[auth])
 
     @sessions.get("")
     async def read_session(session: str):
@@ -212,10 +224,7 @@ def create_app(policy, tokenizer, model: str, *, context_length: int, api_key: s
     async def close_session(session: str):
         return {"id": session, "trajectories": [t.model_dump() for t in found(served.sessions.pop(session), session)]}
 
-    app.include_router(v1, prefix="/v1")
-    app.include_router(v1, prefix="/sessions/{session}/v1")
-    app.include_router(sessions)
-    return app
+    return v1, sessions
 
 
 def found(trajectories, session: str):

@@ -41,7 +41,10 @@ class Job:
         return len(self.prompts) * self.n
 
     def post(self, *event) -> None:
-        self.loop.call_soon_threadsafe(self.events.put_nowait, event)
+        try:
+            self.loop.call_soon_threadsafe(self.events.put_nowait, event)
+        except RuntimeError:  # the server's event loop has closed (shutdown): nobody is waiting any more
+            pass
 
 
 def batch_key(job: Job) -> tuple:
@@ -91,7 +94,11 @@ class BatchingEngine:
             except queue.Empty:
                 pass
             for group in self._groups(jobs):
-                self._run(group)
+                try:
+                    self._run(group)
+                except Exception as e:  # noqa: BLE001 - boundary: these requests fail, the server goes on
+                    for job in group:
+                        job.post("error", e)
 
     def _groups(self, jobs: list[Job]) -> list[list[Job]]:
         groups: dict[tuple, list[list[Job]]] = {}
@@ -112,17 +119,12 @@ class BatchingEngine:
         for job in jobs:
             streams |= {at + i: RowStream(job, i, self) for i in range(job.rows) if job.stream}
             at += job.rows
-        try:
-            if self.streams and streams:
-                out = self.policy.generate(requests, params, on_step=lambda tokens, logprobs: [
-                    stream.step(tokens[row], logprobs[row]) for row, stream in streams.items()])
-            else:
-                out = self.policy.generate(requests, params)
-            self.calls.append(len(rows))
-        except Exception as e:  # noqa: BLE001 - boundary: these requests fail, the server goes on
-            for job in jobs:
-                job.post("error", e)
-            return
+        if self.streams and streams:
+            out = self.policy.generate(requests, params, on_step=lambda tokens, logprobs: [
+                stream.step(tokens[row], logprobs[row]) for row, stream in streams.items()])
+        else:
+            out = self.policy.generate(requests, params)
+        self.calls.append(len(rows))
         at = 0
         for job in jobs:
             done = [self.cut(c, job.params.max_tokens, job.stop) for c in out[at: at + job.rows]]
