@@ -101,3 +101,31 @@ def test_a_native_harness_is_searchable_and_exports_the_agents_own_config(harnes
     saved = load_native_harness(save_native_harness(varied, tmp_path / "bundle"))
     assert saved.agent_file() == varied.agent_file() and saved.decoding == varied.decoding
     assert (tmp_path / "bundle" / "mini_swe_agent.agent.yaml").is_file()
+
+
+def test_coevo_eval_runs_a_native_harness(model_dir, tmp_path):
+    """`coevo eval --harness <kind: native>` serves the checkpoint in-process and summarises per episode."""
+    import json
+
+    from conftest import write_task
+    from typer.testing import CliRunner
+
+    from coevo.cli import app
+
+    for name in ("one", "two"):
+        write_task(tmp_path / "tasks", name)
+    (tmp_path / "tasks" / "manifest.json").write_text(json.dumps(
+        {"tasks": [{"name": n, "family": "demo", "split": "dev"} for n in ("one", "two")]}))
+    harness = tmp_path / "tiny_mini.yaml"
+    harness.write_text("kind: native\nagent: mini-swe-agent\nconfig_file: package:mini_textbased.yaml\n"
+                       "agent_settings: {step_limit: 1, cost_limit: 0}\ndecoding: {max_tokens: 8}\n")
+    out = tmp_path / "native.jsonl"
+    with torch_threads(1):
+        result = CliRunner().invoke(app, ["eval", "--model", str(model_dir), "--harness", str(harness), "--tasks",
+                                          str(tmp_path / "tasks"), "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout[result.stdout.index("{"):])
+    assert (summary["overall"]["episodes"], summary["overall"]["tasks"]) == (2, 2)
+    assert summary["overall"]["statuses"] == {"turn_limit": 2}, "the untrained model cannot submit in one step"
+    segments = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {s["task"] for s in segments} == {"one", "two"} and all(s["completion_ids"] for s in segments)

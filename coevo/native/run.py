@@ -102,3 +102,38 @@ def fingerprint(harness: NativeHarness) -> str:
     """What the model sees of a native harness: the agent's effective config and the decoding."""
     seen = {"agent": harness.agent, **harness.agent_file(), "decoding": harness.decoding.model_dump()}
     return hashlib.sha256(json.dumps(seen, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def episodes_of(segments: list[Trajectory]) -> list[Trajectory]:
+    """One record per episode, for summaries (pass@1 counts episodes, not segments): the episode's first
+    segment with the turns, tokens and drift of all its segments. Train on the segments themselves."""
+    episodes: dict[tuple[str, int], Trajectory] = {}
+    for t in segments:
+        key = (t.task, t.sample)
+        if key not in episodes:
+            episodes[key] = t.model_copy(deep=True)
+            continue
+        first = episodes[key]
+        first.turns, first.tokens = first.turns + t.turns, first.tokens + t.tokens
+        first.drift, first.messages = (first.drift or 0) + (t.drift or 0), t.messages
+    return list(episodes.values())
+
+
+def evaluate_native(tasks: Sequence, harness: NativeHarness, model_dir, samples: int = 1, seed: int = 0,
+                    out=None, backend: str = "local", dtype: str = "float32", on_done=None):
+    """`coevo eval` for a native harness: the checkpoint served in this process (coevo serve), the agent's
+    episodes through it, the segments saved to `out` (JSONL) and summarised per episode."""
+    from coevo.evaluate import report
+    from coevo.policy.hf import HFPolicy
+    from coevo.rollout import save_trajectories
+    from coevo.serve.app import create_app
+    from coevo.serve.server import ServerThread
+
+    policy = HFPolicy(model_dir, dtype=dtype)
+    app = create_app(policy, policy.tokenizer, "coevo", harness=harness.name,
+                     context_length=policy.model.config.max_position_embeddings)
+    with ServerThread(app) as server:
+        segments = run_native(tasks, harness, server.url, "coevo", samples, backend=backend, on_done=on_done)
+    if out is not None:
+        save_trajectories(out, segments)
+    return report(episodes_of(segments), seed)
