@@ -119,6 +119,8 @@ async def chat_completions(served: Served, request, session: str | None):
     if session is not None and body.n > 1:
         raise bad_request("n: a session records one episode, so n must be 1", param="n")
     messages, prompt = render(served, body)
+    if session is not None:  # the session's own ids, when the chat continues it (see sessions.py)
+        prompt = served.sessions.chat_prompt(session, messages) or prompt
     max_tokens = served.budget(len(prompt), body.max_completion_tokens or body.max_tokens)
     job = Job([prompt], body.sampling(max_tokens), body.n, body.stops(), messages, stream=body.stream)
     done = await served.run(job)
@@ -171,7 +173,7 @@ def create_app(policy, tokenizer, model: str, *, context_length: int, api_key: s
     chat = ChatTemplate(tokenizer)
     engine = BatchingEngine(policy, chat, stop_token_ids(tokenizer), window_s=window_s, max_rows=max_rows,
                             streams=isinstance(policy, HFPolicy))
-    served = Served(model, chat, engine, SessionStore(harness), context_length, default_max_tokens)
+    served = Served(model, chat, engine, SessionStore(chat, harness), context_length, default_max_tokens)
 
     async def lifespan(app):
         engine.start()

@@ -1,34 +1,66 @@
 """Sessions: a base URL per episode (`/sessions/{id}/v1`) whose calls are recorded token in, token out.
 
-Each call's prompt ids (as the server tokenized them) and sampled ids with their logprobs go into a
-coevo `Trajectory`, the same record the native agent loop writes, so that eval, the h-phase and GRPO
-take them unchanged. A call whose prompt extends the segment so far (prompt + everything sampled and
-added) adds only the new suffix, as environment tokens (mask 0). A client that re-renders the chat so
-that the prompt does not extend it (a re-tokenized reply, an edited or trimmed history) starts a new
-segment, as LEGO-RL and TRL do: sampled tokens are never re-tokenized. The segment it ends records in
-`drift` how many tokens the new prompt departed from it by (0 for a segment that was never broken).
+Each call's prompt ids and sampled ids with their logprobs go into a coevo `Trajectory`, the same record
+coevo's own agent loop writes, so that eval, the h-phase and GRPO take them unchanged.
+
+Chat calls are continued the way coevo's loop does it (coevo.rollout.tokens.TokenBuffer): when a call's
+messages are the session's chat so far (its last reply included, as returned) plus new messages, the model
+is fed the session's buffer (its own sampled ids, never re-tokenized) plus only the new messages'
+suffix, tokenized alone. So an agent that sends its history back unchanged yields one segment whatever
+tokens were sampled (mini-swe-agent does, except that it drops a reply it could not parse: a new segment).
+
+Whatever the endpoint, a call whose prompt ids extend the segment so far (prompt + all sampled and added
+ids) adds only the new suffix, as environment tokens (mask 0). A call that does not (an edited or trimmed
+history, a client keeping its own ids that re-tokenized a reply) starts a new segment, as LEGO-RL and TRL
+do. The segment it ends records in `drift` how many tokens the new prompt departed from it by (0 for a
+segment that was never broken).
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, replace
 
 from coevo import Completion
-from coevo.rollout.tokens import token_drift
+from coevo.rollout.tokens import ChatTemplate, TokenBuffer, token_drift
 from coevo.rollout.trajectory import Step, Trajectory
+
+
+@dataclass
+class ChatState:
+    buffer: TokenBuffer
+    """The session's ids as coevo's loop would hold them; its `view` is what the model saw."""
+    messages: list[dict]
+    """The chat the buffer stands for, ending with the last reply as returned to the client."""
 
 
 class SessionStore:
     """Sessions by id, each a list of Trajectory segments. Thread-safe: the server records while an
     in-process caller (a native agent's runner) reads."""
 
-    def __init__(self, harness: str = "served"):
-        self.harness = harness
+    def __init__(self, chat: ChatTemplate, harness: str = "served"):
+        self.chat, self.harness = chat, harness
         self._segments: dict[str, list[Trajectory]] = {}
+        self._chats: dict[str, ChatState] = {}
+        self._pending: dict[str, TokenBuffer] = {}
+        """The buffer `chat_prompt` last fed to the model, kept once the call it fed is recorded."""
         self._lock = threading.Lock()
 
+    def chat_prompt(self, session: str, messages: list[dict]) -> list[int] | None:
+        """The ids to feed for a chat call: the session's buffer plus the new messages, when `messages`
+        continue the session's chat; None when they do not (the caller renders the chat whole)."""
+        with self._lock:
+            state = self._chats.get(session)
+            if state is None or not continues(messages, state.messages):
+                return None
+            trial = replace(state.buffer, ids=list(state.buffer.ids), mask=list(state.buffer.mask),
+                            logprobs=list(state.buffer.logprobs), segments=list(state.buffer.segments))
+            trial.add_observation(messages, len(messages) - len(state.messages))
+            self._pending[session] = trial
+            return trial.view(None)
+
     def record(self, session: str, prompt_ids: list[int], completion: Completion, messages: list[dict]) -> None:
-        """One call: `messages` is the chat it was rendered from (empty for a raw completions prompt)."""
+        """One call: `messages` is the chat it came from (empty for a completions prompt)."""
         with self._lock:
             segments = self._segments.setdefault(session, [])
             segment = self._extend(segments[-1], prompt_ids) if segments else None
@@ -41,8 +73,20 @@ class SessionStore:
             segment.turns += 1
             segment.tokens += len(completion.token_ids)
             segment.steps.append(Step(reply=completion.text, tokens=len(completion.token_ids)))
+            self._continue_chat(session, prompt_ids, completion, messages)
             if messages:
-                segment.messages = [*messages, {"role": "assistant", "content": completion.text}]
+                segment.messages = self._chats[session].messages
+
+    def _continue_chat(self, session: str, prompt_ids: list[int], completion: Completion, messages: list[dict]):
+        """Keep the chat's buffer for the next call: the one `chat_prompt` fed, or a fresh one."""
+        trial = self._pending.pop(session, None)
+        if not messages:  # a completions call: the client holds the ids, there is no chat to continue
+            self._chats.pop(session, None)
+            return
+        fed = trial is not None and trial.view(None) == prompt_ids
+        buffer = trial if fed else TokenBuffer.start(self.chat, messages)
+        buffer.add_sampled(completion.token_ids, completion.logprobs)
+        self._chats[session] = ChatState(buffer, [*messages, {"role": "assistant", "content": completion.text}])
 
     @staticmethod
     def _extend(segment: Trajectory, prompt_ids: list[int]) -> Trajectory | None:
@@ -64,8 +108,17 @@ class SessionStore:
 
     def pop(self, session: str) -> list[Trajectory] | None:
         with self._lock:
+            self._chats.pop(session, None)
+            self._pending.pop(session, None)
             return self._segments.pop(session, None)
 
     def ids(self) -> list[str]:
         with self._lock:
             return list(self._segments)
+
+
+def continues(messages: list[dict], so_far: list[dict]) -> bool:
+    """`messages` are `so_far` (role and text alike) followed by at least one new message."""
+    return len(messages) > len(so_far) and all(
+        a.get("role") == b.get("role") and (a.get("content") or "") == (b.get("content") or "")
+        for a, b in zip(messages, so_far))
