@@ -41,14 +41,17 @@ def client(url: str):
     return OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=600)
 
 
-def median_s(run, repeats: int) -> float:
-    run()  # warm-up
-    times = []
+def paired_s(runs: dict, repeats: int) -> dict[str, list[float]]:
+    """Seconds per call of each run, interleaved call by call, so that a busy CPU slows them alike."""
+    for run in runs.values():
+        run()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - started)
+    return times
 
 
 def overhead_rows(policy: HFPolicy, url: str, tokens: int, repeats: int) -> list[tuple[str, str, str]]:
@@ -60,15 +63,19 @@ def overhead_rows(policy: HFPolicy, url: str, tokens: int, repeats: int) -> list
     # From a worker thread, as the server's engine calls it: on an oversubscribed CPU, torch's OpenMP pool
     # behind the main thread measured 10-30x slower here, which would flatter the server.
     with ThreadPoolExecutor(max_workers=1) as worker:
-        direct = median_s(lambda: worker.submit(policy.generate, [GenerationRequest(prompt)], greedy).result(),
-                          repeats)
-    chat = median_s(lambda: api.chat.completions.create(model=MODEL, messages=messages, temperature=0,
-                                                        max_tokens=tokens), repeats)
-    ids = median_s(lambda: api.completions.create(model=MODEL, prompt=prompt, temperature=0, max_tokens=tokens,
-                                                  extra_body={"return_token_ids": True}), repeats)
-    return [(f"direct `generate`, 1 prompt, {tokens} tokens", f"{direct * 1000:.1f} ms", "—"),
-            ("served chat completion, same prompt", f"{chat * 1000:.1f} ms", f"+{(chat - direct) * 1000:.1f} ms"),
-            ("served completion, token ids in and out", f"{ids * 1000:.1f} ms", f"+{(ids - direct) * 1000:.1f} ms")]
+        times = paired_s({
+            "direct": lambda: worker.submit(policy.generate, [GenerationRequest(prompt)], greedy).result(),
+            "chat": lambda: api.chat.completions.create(model=MODEL, messages=messages, temperature=0,
+                                                        max_tokens=tokens),
+            "ids": lambda: api.completions.create(model=MODEL, prompt=prompt, temperature=0, max_tokens=tokens,
+                                                  extra_body={"return_token_ids": True}),
+        }, repeats)
+    ms = {name: statistics.median(t) * 1000 for name, t in times.items()}
+    extra = {name: statistics.median(a - b for a, b in zip(times[name], times["direct"])) * 1000
+             for name in ("chat", "ids")}
+    return [(f"direct `generate`, 1 prompt, {tokens} tokens", f"{ms['direct']:.1f} ms", "—"),
+            ("served chat completion, same prompt", f"{ms['chat']:.1f} ms", f"{extra['chat']:+.1f} ms (paired median)"),
+            ("served completion, token ids in and out", f"{ms['ids']:.1f} ms", f"{extra['ids']:+.1f} ms (paired median)")]
 
 
 def session(url: str, name: str, turns: int, tokens: int) -> int:
@@ -127,8 +134,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: its default)")
+    parser.add_argument("--window-ms", type=float, default=5.0, help="the server's batch window")
     args = parser.parse_args()
     if args.threads:
         import torch
@@ -143,7 +151,8 @@ def main() -> None:
         policy = HFPolicy(args.model, device="cpu")
         # No stop token: every reply is exactly --tokens long, whatever the model.
         policy.stop_ids = [-1]
-        app = create_app(policy, policy.tokenizer, MODEL, context_length=policy.model.config.max_position_embeddings)
+        app = create_app(policy, policy.tokenizer, MODEL, context_length=policy.model.config.max_position_embeddings,
+                         window_s=args.window_ms / 1000)
         with ServerThread(app) as server:
             rows = overhead_rows(policy, server.url, args.tokens, args.repeats)
             names = [f"s{i}" for i in range(args.sessions)]
@@ -166,7 +175,7 @@ def main() -> None:
     import torch
 
     print(f"\ncoevo serve on {args.model} ({os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, load "
-          f"average {load:.1f} at the end; {args.tokens} tokens per reply)\n")
+          f"average {load:.1f} at the end; {args.tokens} tokens per reply; batch window {args.window_ms:g} ms)\n")
     print("| measure | time | vs direct / rate |\n|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")

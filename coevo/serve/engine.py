@@ -84,8 +84,8 @@ class BatchingEngine:
             if job is None:
                 return
             jobs = [job]
-            try:  # gather whatever arrives within the window, and everything that queued meanwhile
-                while True:
+            try:  # gather what arrives within the window of the last arrival, up to a full batch
+                while sum(j.rows for j in jobs) < self.max_rows:
                     more = self._queue.get(timeout=self.window_s)
                     if more is None:
                         self._queue.put(None)
