@@ -119,21 +119,30 @@ def episodes_of(segments: list[Trajectory]) -> list[Trajectory]:
     return list(episodes.values())
 
 
-def evaluate_native(tasks: Sequence, harness: NativeHarness, model_dir, samples: int = 1, seed: int = 0,
-                    out=None, backend: str = "local", dtype: str = "float32", on_done=None):
-    """`coevo eval` for a native harness: the checkpoint served in this process (coevo serve), the agent's
-    episodes through it, the segments saved to `out` (JSONL) and summarised per episode."""
-    from coevo.evaluate import report
-    from coevo.policy.hf import HFPolicy
-    from coevo.rollout import save_trajectories
+def rollout_native(tasks: Sequence, harness: NativeHarness, policy, n_per_task: int = 1, *,
+                   backend: str = "local", on_done=None) -> list[Trajectory]:
+    """What `coevo.rollout.rollout` is for coevo's own harnesses, for a native one: `policy` (a local HF
+    model, e.g. GRPO's rollout copy) served in this process for the time of the episodes. Returns the
+    segments (see run_native); `episodes_of` gives one record per episode."""
     from coevo.serve.app import create_app
     from coevo.serve.server import ServerThread
 
-    policy = HFPolicy(model_dir, dtype=dtype)
     app = create_app(policy, policy.tokenizer, "coevo", harness=harness.name,
                      context_length=policy.model.config.max_position_embeddings)
     with ServerThread(app) as server:
-        segments = run_native(tasks, harness, server.url, "coevo", samples, backend=backend, on_done=on_done)
+        return run_native(tasks, harness, server.url, "coevo", n_per_task, backend=backend, on_done=on_done)
+
+
+def evaluate_native(tasks: Sequence, harness: NativeHarness, model_dir, samples: int = 1, seed: int = 0,
+                    out=None, backend: str = "local", dtype: str = "float32", on_done=None):
+    """`coevo eval` for a native harness: the checkpoint served in this process, the agent's episodes
+    through it, the segments saved to `out` (JSONL) and summarised per episode."""
+    from coevo.evaluate import report
+    from coevo.policy.hf import HFPolicy
+    from coevo.rollout import save_trajectories
+
+    segments = rollout_native(tasks, harness, HFPolicy(model_dir, dtype=dtype), samples, backend=backend,
+                              on_done=on_done)
     if out is not None:
         save_trajectories(out, segments)
     return report(episodes_of(segments), seed)
