@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from coevo.config import read_mapping, validate
 from coevo.search.errors import SearchError
@@ -144,6 +144,17 @@ class SearchConfig(BaseModel):
     @classmethod
     def _over_search_defaults(cls, value: Any) -> Any:
         return {**SEARCH_TRAIN_DEFAULTS, **value} if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _store_urls(self) -> SearchConfig:
+        # After the fields, not per field: a field's error would echo the URL, password and all.
+        from coevo.search.stores import check_url
+
+        if self.storage:
+            check_url("storage", self.storage)
+        if self.tracking_uri:
+            check_url("tracking_uri", self.tracking_uri)
+        return self
 
     @property
     def run_dir(self) -> Path:

@@ -1,5 +1,6 @@
 """`Search`: one co-evolution run. It builds the run's typed pieces (coevo/search/context.py), opens the
-MLflow parent run and walks the schedule, one phase at a time.
+MLflow parent run and walks the schedule, one phase at a time. Workers that share its h-phases are in
+coevo/search/workers.py.
 
     runs/<name>/
       config.yaml      the resolved config (what --resume reads back)
@@ -25,7 +26,7 @@ from coevo.search.config import SearchConfig, dump_config
 from coevo.search.context import RunContext
 from coevo.search.errors import SearchError
 from coevo.search.evaluator import Evaluator, PolicyFactory
-from coevo.search.harness_phase import HarnessObjective, harness_phase
+from coevo.search.harness_phase import harness_phase
 from coevo.search.inputs import load_inputs
 from coevo.search.phases import ensure_start, warm_start
 from coevo.search.ratchet import Incumbent
@@ -98,30 +99,6 @@ class Search:
         self.ctx.tracker.metrics(run_id, {"wall_seconds": timings[name]})
         self.ctx.tracker.end(run_id)
         self.current_phase_run = None
-
-    def join(self) -> int:
-        """Run trials of the h-phase the main `coevo search` process is in now, as one more worker on the
-        same Optuna storage and MLflow store (scale-out: start this on other machines). Returns the
-        number of trials this worker ran."""
-        import os
-
-        from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until
-
-        ctx, state = self.ctx, self.ctx.ledger.state
-        config, plan, phases = ctx.inputs.config, ctx.inputs.plan, ctx.inputs.phases
-        i = state.phases_done
-        name = phases[i] if i < len(phases) else "the test table"
-        if not name.startswith("h") or name not in state.phase_runs or state.step("seeded") is None:
-            raise SearchError(f"{ctx.run_dir}: the search is not in a harness phase now (next: {name}); join "
-                              "while `coevo search` runs an h-phase")
-        study_name = f"{config.name}.{name}"
-        sampler = make_sampler(config.sampler, config.seed + os.getpid(), plan.trials)
-        study = open_study(ctx.storage, study_name, sampler,
-                           make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
-        objective = HarnessObjective(ctx, name, state.phase_runs[name], study_name)
-        target = plan.trials + state.step("seeded").data["trials"]
-        optimize_until(study, target, objective, config.grace_period, wait_for_stale=False)
-        return objective.calls
 
     def _open_parent(self) -> None:
         ctx, state = self.ctx, self.ctx.ledger.state
