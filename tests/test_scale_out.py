@@ -144,6 +144,10 @@ def test_a_worker_killed_mid_trial_has_its_trial_retried_and_counted_once(run):
                                 "tags.phase = 'search'")[0]
     assert parent.data.params["config.storage"] == r.cluster.url().replace(PASSWORD, "***")
     assert PASSWORD not in json.dumps(parent.data.params)
+    # Its MLflow run does not stay RUNNING: whoever found the trial dead ended it.
+    experiment = client.get_experiment_by_name("killedworker").experiment_id
+    runs = client.search_runs([experiment], f"tags.trial = '{victim.number}'")
+    assert [found.info.status for found in runs] == ["KILLED"]
 
 
 def test_the_owner_killed_and_restarted_resumes_and_a_second_owner_is_refused(run):
@@ -156,7 +160,7 @@ def test_the_owner_killed_and_restarted_resumes_and_a_second_owner_is_refused(ru
     resumed = r.start("--resume", str(r.run_dir))
     r.wait_for("resumed owner", lambda _: (r.run_dir / "owner.lock").read_text().startswith(f"pid {resumed.pid} "))
     second = r.start("--resume", str(r.run_dir))
-    assert second.wait(60) == 2
+    assert second.wait(180) == 2
     assert f"owned by pid {resumed.pid} on" in r.output(second)
     r.finish(resumed)
     r.finish(worker)

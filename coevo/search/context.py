@@ -45,7 +45,7 @@ class RunContext:
 
         config = self.inputs.config
         url = config.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}"
-        return make_storage(url, config.heartbeat_interval, config.grace_period)
+        return make_storage(url, config.heartbeat_interval, config.grace_period, on_stale=self.tracker.kill_trial)
 
     def phase_run(self, name: str) -> str:
         """The MLflow run of a phase: created once, reopened on resume."""

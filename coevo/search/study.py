@@ -13,6 +13,7 @@ Why these choices (written against Optuna 5):
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -26,9 +27,11 @@ RETRIES = 3
 """How many times a killed trial is re-run before it stays FAIL."""
 
 
-def make_storage(url: str, heartbeat_interval: int, grace_period: int) -> optuna.storages.RDBStorage:
+def make_storage(url: str, heartbeat_interval: int, grace_period: int,
+                 on_stale: Callable[[str, int], None] | None = None) -> optuna.storages.RDBStorage:
     """Any SQLAlchemy URL (sqlite:///runs/x/optuna.db, postgresql://...), with heartbeats; a database
-    server's restart is waited out (coevo/search/reconnect.py)."""
+    server's restart is waited out (coevo/search/reconnect.py). `on_stale(study name, trial number)` is
+    told of each trial found dead, in whichever process finds it."""
     from optuna.storages import RetryHeartbeatStaleTrialCallback
 
     from coevo.search.reconnect import ReconnectingStorage
@@ -37,11 +40,20 @@ def make_storage(url: str, heartbeat_interval: int, grace_period: int) -> optuna
 
     enable_wal(url)
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+
+    def stale(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        retry(study, trial)
+        if on_stale is not None:
+            try:
+                on_stale(study.study_name, trial.number)
+            except Exception as e:  # noqa: BLE001 - bookkeeping of a dead trial never stops the live ones
+                print(f"trial {trial.number} of {study.study_name} found dead; not recorded: {e}", file=sys.stderr)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        retry = RetryHeartbeatStaleTrialCallback(max_retry=RETRIES)
         return ReconnectingStorage(engine_url(url), engine_kwargs=kwargs, heartbeat_interval=heartbeat_interval,
-                                   grace_period=grace_period,
-                                   heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES))
+                                   grace_period=grace_period, heartbeat_stale_trial_callback=stale)
 
 
 def make_sampler(kind: str, seed: int, trials: int) -> optuna.samplers.BaseSampler:

@@ -100,16 +100,24 @@ class Tracker:
     def reopen(self, run_id: str) -> None:
         self.client.update_run(run_id, status="RUNNING")
 
-    def kill_running(self) -> list[str]:
-        """End every run of this experiment left RUNNING (by a crash or kill -9) as KILLED."""
+    def kill_running(self, where: str = "", why: str = "resume: left RUNNING by an interrupted search") -> list[str]:
+        """End every run of this experiment left RUNNING (by a crash or kill -9) as KILLED; `where`: only
+        those that match this filter too."""
         from mlflow.entities import ViewType
 
-        runs = self.client.search_runs([self.experiment_id], "attributes.status = 'RUNNING'",
-                                       run_view_type=ViewType.ACTIVE_ONLY, max_results=10_000)
+        query = " AND ".join(q for q in ("attributes.status = 'RUNNING'", where) if q)
+        runs = self.client.search_runs([self.experiment_id], query, run_view_type=ViewType.ACTIVE_ONLY,
+                                       max_results=10_000)
         for run in runs:
-            self.client.set_tag(run.info.run_id, "killed_by", "resume: left RUNNING by an interrupted search")
+            self.client.set_tag(run.info.run_id, "killed_by", why)
             self.client.set_terminated(run.info.run_id, status="KILLED")
         return [r.info.run_id for r in runs]
+
+    def kill_trial(self, study: str, number: int) -> None:
+        """End the run of a trial whose process died (its heartbeat went stale) as KILLED; the trial's
+        retry has a run of its own."""
+        self.kill_running(f"tags.study = '{study}' AND tags.trial = '{number}'",
+                          "its process stopped beating (killed or lost); the trial was re-run")
 
     # -- values ------------------------------------------------------------------------------------
     def tags(self, run_id: str, tags: dict[str, Any]) -> None:
