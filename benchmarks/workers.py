@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -111,6 +112,7 @@ def main() -> None:
             runs["sqlite"].append(h_phase(folder, suite, f"sqliter{r}", 1, args.trials, args.dev))
             runs["optuna sqlite"].append(storage_only(f"sqlite:///{folder / 'overhead.db'}"))
             runs["optuna postgresql"].append(storage_only(cluster.url()))
+    shutil.rmtree(folder)  # on success only: a failed run names its log in there
     scaling = {n: median_of(runs[n]) for n in args.workers}
     local = median_of(runs["sqlite"])
     optuna_ms = {k: statistics.median(runs[f"optuna {k}"]) for k in ("sqlite", "postgresql")}
