@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 
 from coevo import Completion, GenerationRequest, SamplingParams
@@ -31,6 +32,7 @@ class Job:
     messages: list[dict] = field(default_factory=list)
     """For policies that read the chat (a scripted policy); the model reads only the ids."""
     stream: bool = False
+    arrived: float = field(default_factory=time.monotonic)
     loop: asyncio.AbstractEventLoop | None = None
     events: asyncio.Queue | None = None
     """Where the engine thread posts ("delta", index, text, ids, logprobs) while decoding (when streaming)
@@ -65,6 +67,8 @@ class BatchingEngine:
         self.window_s, self.max_rows, self.streams = window_s, max_rows, streams
         self.calls: list[int] = []
         """Rows per generate call, in order (the benchmark and the tests read it)."""
+        self._answered, self._answered_at, self._patience_s = 0, 0.0, 0.0
+        """Requests answered by the last round, when, and how long to wait for their callers to return."""
         self._queue: queue.Queue[Job | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="coevo-serve-engine", daemon=True)
 
@@ -83,22 +87,40 @@ class BatchingEngine:
             job = self._queue.get()
             if job is None:
                 return
-            jobs = [job]
-            try:  # gather what arrives within the window of the last arrival, up to a full batch
-                while sum(j.rows for j in jobs) < self.max_rows:
-                    more = self._queue.get(timeout=self.window_s)
-                    if more is None:
-                        self._queue.put(None)
-                        break
-                    jobs.append(more)
-            except queue.Empty:
-                pass
+            jobs = self._gather(job)
+            started = time.monotonic()
             for group in self._groups(jobs):
                 try:
                     self._run(group)
                 except Exception as e:  # noqa: BLE001 - boundary: these requests fail, the server goes on
                     for job in group:
                         job.post("error", e)
+            self._answered, self._answered_at = len(jobs), time.monotonic()
+            self._patience_s = min(0.5 * (self._answered_at - started), 0.25)
+
+    def _gather(self, first: Job) -> list[Job]:
+        """`first` and what arrives within the window of the last arrival, up to a full batch.
+
+        Agents call again as soon as they are answered: while the callers the last round answered have
+        not all come back, wait for them a little longer (half that round's time, at most 0.25 s), so that
+        a batch that ran while they decoded and their next calls share one generate instead of taking
+        turns. A lone client is back at once and waits for nothing.
+        """
+        jobs = [first]
+        while sum(j.rows for j in jobs) < self.max_rows:
+            back = sum(1 for j in jobs if j.arrived >= self._answered_at)
+            timeout = self.window_s
+            if back < self._answered:
+                timeout = max(timeout, self._answered_at + self._patience_s - time.monotonic())
+            try:
+                more = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                break
+            if more is None:
+                self._queue.put(None)
+                break
+            jobs.append(more)
+        return jobs
 
     def _groups(self, jobs: list[Job]) -> list[list[Job]]:
         groups: dict[tuple, list[list[Job]]] = {}
