@@ -17,12 +17,13 @@ Every reply runs to --tokens (an untrained model seldom stops), so that the rows
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import statistics
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 from coevo import GenerationRequest, SamplingParams
@@ -119,12 +120,11 @@ def first_token_s(url: str, tokens: int) -> tuple[float, float]:
     return first, time.perf_counter() - started
 
 
-def ttft_under_load(url: str, n: int, turns: int, tokens: int) -> tuple[float, float]:
-    background = threading.Thread(target=run_sessions, args=(url, [f"load{i}" for i in range(n)], turns, tokens, True))
-    background.start()
+def ttft_under_load(clients, url: str, n: int, turns: int, tokens: int) -> tuple[float, float]:
+    background = clients.submit(run_sessions, url, [f"load{i}" for i in range(n)], turns, tokens, True)
     time.sleep(0.5)  # let the sessions fill the batch
     measured = first_token_s(url, tokens)
-    background.join()
+    background.result()
     return measured
 
 
@@ -157,12 +157,18 @@ def main() -> None:
             rows = overhead_rows(policy, server.url, args.tokens, args.repeats)
             names = [f"s{i}" for i in range(args.sessions)]
             engine = app.state.served.engine
-            seq_s, seq_tokens = run_sessions(server.url, names, args.turns, args.tokens, concurrent=False)
-            calls_before = len(engine.calls)
-            par_s, par_tokens = run_sessions(server.url, [n + "c" for n in names], args.turns, args.tokens, True)
-            batch = statistics.mean(engine.calls[calls_before:])
-            alone = first_token_s(server.url, args.tokens)
-            loaded = ttft_under_load(server.url, args.sessions, args.turns, args.tokens)
+            # The sessions' clients run in another process, as agents would: in this one they would take
+            # the interpreter lock from the server's event loop and engine.
+            with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as clients:
+                clients.submit(time.sleep, 0).result()  # started before anything is timed
+                seq_s, seq_tokens = clients.submit(run_sessions, server.url, names, args.turns, args.tokens,
+                                                   False).result()
+                calls_before = len(engine.calls)
+                par_s, par_tokens = clients.submit(run_sessions, server.url, [n + "c" for n in names], args.turns,
+                                                   args.tokens, True).result()
+                batch = statistics.mean(engine.calls[calls_before:])
+                alone = first_token_s(server.url, args.tokens)
+                loaded = ttft_under_load(clients, server.url, args.sessions, args.turns, args.tokens)
     seq_rate, par_rate = seq_tokens / seq_s, par_tokens / par_s
     rows += [(f"{args.sessions} sessions x {args.turns} turns, one at a time", f"{seq_s:.2f} s",
               f"{seq_rate:.0f} tokens/s"),

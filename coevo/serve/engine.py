@@ -1,5 +1,6 @@
-"""Dynamic batching: concurrent requests are gathered for a few milliseconds and the compatible ones
-share one `Policy.generate` call, so that many agents share one model.
+"""Dynamic batching: concurrent requests are gathered for a few milliseconds (longer while the callers
+just answered are expected back) and the compatible ones share one `Policy.generate` call, so that many
+agents share one model.
 
 Compatible means one sampling distribution: the same temperature and top_p (any top_p when greedy). A
 request with a seed runs in a batch of its own (its n copies), because the policy mixes the seed with the
