@@ -10,6 +10,7 @@ a finished trial) are raised at once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import time
@@ -17,16 +18,17 @@ from collections.abc import Callable
 
 from optuna.exceptions import StorageInternalError
 from optuna.storages import RDBStorage
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, PendingRollbackError, SQLAlchemyError
 
 OUTAGE_SECONDS = 300.0
 """How long a call waits for the database before it fails."""
 
 
 def lost_connection(error: BaseException) -> bool:
-    """An error that says the server was unreachable, not that the request was wrong."""
+    """An error that says the server was unreachable, not that the request was wrong. A session whose
+    connection died mid-transaction says so on its next use (PendingRollbackError)."""
     cause = error.__cause__ if isinstance(error, StorageInternalError) else error
-    return isinstance(cause, OperationalError | InterfaceError) or (
+    return isinstance(cause, OperationalError | InterfaceError | PendingRollbackError) or (
         isinstance(cause, DBAPIError) and cause.connection_invalidated)
 
 
@@ -37,9 +39,11 @@ def retried(method: Callable) -> Callable:
         while True:
             try:
                 return method(self, *args, **kwargs)
-            except (StorageInternalError, DBAPIError) as e:
+            except (StorageInternalError, DBAPIError, PendingRollbackError) as e:
                 if not lost_connection(e) or time.monotonic() > deadline:
                     raise
+                with contextlib.suppress(SQLAlchemyError):  # closing a session on a dead connection may fail too
+                    self.remove_session()  # this thread's session died with its connection: the next call opens one
                 if not warned:
                     print(f"optuna storage unreachable ({method.__name__}); retrying for up to "
                           f"{OUTAGE_SECONDS:.0f} s", file=sys.stderr, flush=True)
