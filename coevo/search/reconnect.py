@@ -32,6 +32,15 @@ def lost_connection(error: BaseException) -> bool:
         isinstance(cause, DBAPIError) and cause.connection_invalidated)
 
 
+def drop_session(storage: RDBStorage) -> None:
+    """Forget this thread's session: it died with its connection, and the next call opens a new one. (There
+    is none yet while the constructor is retried; closing one on a dead connection may fail too.)"""
+    sessions = storage.__dict__.get("scoped_session")
+    if sessions is not None:
+        with contextlib.suppress(SQLAlchemyError):
+            sessions.remove()
+
+
 def retried(method: Callable) -> Callable:
     @functools.wraps(method)
     def call(self, *args, **kwargs):
@@ -42,8 +51,7 @@ def retried(method: Callable) -> Callable:
             except (StorageInternalError, DBAPIError, PendingRollbackError) as e:
                 if not lost_connection(e) or time.monotonic() > deadline:
                     raise
-                with contextlib.suppress(SQLAlchemyError):  # closing a session on a dead connection may fail too
-                    self.remove_session()  # this thread's session died with its connection: the next call opens one
+                drop_session(self)
                 if not warned:
                     print(f"optuna storage unreachable ({method.__name__}); retrying for up to "
                           f"{OUTAGE_SECONDS:.0f} s", file=sys.stderr, flush=True)
@@ -57,6 +65,7 @@ def retried(method: Callable) -> Callable:
 class ReconnectingStorage(RDBStorage):
     """RDBStorage whose calls wait out a lost database connection (see the module's docstring)."""
 
+    __init__ = retried(RDBStorage.__init__)  # a worker may open the storage while the server restarts
     # What a study calls, through Optuna's _CachedStorage (which also calls the private ones).
     create_new_study = retried(RDBStorage.create_new_study)
     get_all_studies = retried(RDBStorage.get_all_studies)
