@@ -46,17 +46,15 @@ def focus(ctx: RunContext, study, run_id: str, name: str) -> int:
     returns how many were enqueued (they count towards the phase's trials)."""
     from coevo.search.failures import describe, focused_trials, largest
 
-    pair, generation = ctx.incumbent.pair, ctx.ledger.generation
-    ctx.tracker.metrics(run_id, {f"failures/{c}": n for c, n in pair.failures.items()}, step=generation)
-    ctx.tracker.text(run_id, json.dumps({"generation": generation, "incumbent": pair.source,
-                                         "failures": pair.failures, "focus": largest(pair.failures)}, indent=1),
-                     "failures.json")
+    pair, generation, target = ctx.incumbent.pair, ctx.ledger.generation, largest(ctx.incumbent.pair.failures)
     trials = focused_trials(ctx.inputs.space, ctx.inputs.harness(pair.overrides), pair.failures,
                             max(1, ctx.inputs.plan.trials // 2))
     for params in trials:
-        study.enqueue_trial(params, user_attrs={"focus": largest(pair.failures)}, skip_if_exists=True)
-    target = largest(pair.failures)
-    ctx.ledger.state.failures[name] = {"failures": pair.failures, "focus": target, "trials": len(trials)}
+        study.enqueue_trial(params, user_attrs={"focus": target}, skip_if_exists=True)
+    record = ctx.ledger.state.failures[name] = {"failures": pair.failures, "focus": target, "trials": len(trials)}
+    ctx.tracker.metrics(run_id, {f"failures/{c}": n for c, n in pair.failures.items()}, step=generation)
+    ctx.tracker.text(run_id, json.dumps({"generation": generation, "incumbent": pair.source, **record}, indent=1),
+                     "failures.json")
     ctx.log(f"{name}: incumbent ({pair.source}) on the evolve set: {describe(pair.failures)}"
             + (f"; focus on {target}: {len(trials)} trials enqueued" if trials else ""))
     return len(trials)

@@ -68,7 +68,7 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
     if len(tasks) < spec.tasks_per_step:
         raise ValueError(f"train_grpo: {len(tasks)} tasks cannot fill a step of tasks_per_step="
                          f"{spec.tasks_per_step}; give more tasks or lower tasks_per_step")
-    harness = _training_harness(harness, spec)
+    harness = training_harness(harness, spec)
     _record_run(out_dir, model_dir, harness, tasks, spec, resumed_from)
     trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, console, (backend, image_map))
     caller_run = _mlflow_run_id()
@@ -99,7 +99,7 @@ def _start_point(out_dir: Path, resume: bool) -> Path | None:
     return last
 
 
-def _training_harness(harness, spec: GRPOSpec):
+def training_harness(harness, spec: GRPOSpec):
     if spec.temperature is not None:
         harness = harness.with_overrides({"decoding.temperature": spec.temperature})
     if harness.decoding.temperature <= 0:

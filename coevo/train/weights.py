@@ -72,10 +72,10 @@ def sample_harvest(model_dir: Path, harness, tasks: list, spec: GRPOSpec, out: P
     from coevo.harness.fingerprint import fingerprint
     from coevo.policy.hf import HFPolicy
     from coevo.rollout import load_trajectories, rollout, save_trajectories
-    from coevo.train.grpo import _training_harness
+    from coevo.train.grpo import training_harness
     from coevo.train.grpo_rollout import reward_of
 
-    harness = _training_harness(harness, spec)
+    harness = training_harness(harness, spec)
     episodes = out / "harvest.jsonl"
     if episodes.is_file():
         trajectories = load_trajectories(episodes)
