@@ -173,11 +173,13 @@ def test_the_owner_killed_and_restarted_resumes_and_a_second_owner_is_refused(ru
 
 def test_the_database_restarted_mid_phase_and_a_duplicate_worker_are_harmless(run):
     r = run("dbrestart")
+    # The same command twice, before the owner, so that they wait for the run and claim trials from its
+    # start: started after it, slow imports could let the owner run the whole phase alone.
+    workers = [r.start(str(r.config), "--worker") for _ in range(2)]
     owner = r.start(str(r.config))
-    workers = [r.start(str(r.config), "--worker") for _ in range(2)]  # the same command twice
-    r.wait_for("two finished trials and one running",
+    r.wait_for("two finished trials and one running in a worker",
                lambda trials: sum(t.state.name == "COMPLETE" for t in trials) >= 2
-               and any(t.state.name == "RUNNING" for t in trials))
+               and any(running_in(trials, str(w.pid)) for w in workers))
     r.cluster.stop()
     time.sleep(2)  # down for a while: calls in flight fail, and wait for it
     r.cluster.start()
