@@ -27,3 +27,35 @@ def write_config(folder: Path, suite: Path, **fields) -> Path:
     path = folder / f"{fields.get('name', 'search')}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def claim_race(url: str, contenders: int = 6, rounds: int = 10) -> list[int]:
+    """Workers on one storage race to claim the same enqueued trial, as `study.optimize` does when several
+    pick up a phase's focused trials at once; how many claimed it, per round (each should be 1)."""
+    import threading
+
+    import optuna
+    from optuna.trial import TrialState
+
+    from coevo.search.study import make_storage
+
+    study = optuna.create_study(storage=make_storage(url, 1, 60), study_name="race")
+    workers = [make_storage(url, 1, 60) for _ in range(contenders)]  # one connection pool per worker
+    winners = []
+    for _ in range(rounds):
+        study.enqueue_trial({"x": 1})
+        trial_id = study.get_trials(states=(TrialState.WAITING,))[0]._trial_id
+        start, claimed = threading.Barrier(contenders), []
+
+        def claim(storage):
+            start.wait()
+            claimed.append(storage.set_trial_state_values(trial_id, TrialState.RUNNING))
+
+        threads = [threading.Thread(target=claim, args=(storage,)) for storage in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        winners.append(sum(claimed))
+        study.tell(study.get_trials(states=(TrialState.RUNNING,))[0].number, 0.0)
+    return winners

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from search_helpers import ROOT, write_config
+from search_helpers import ROOT, claim_race, write_config
 from servers import PASSWORD, postgres_and_mlflow
 
 TRIALS = 6
@@ -189,6 +189,10 @@ def test_the_database_restarted_mid_phase_and_a_duplicate_worker_are_harmless(ru
     assert sum(ran) >= 1
     assert not [t.user_attrs["error"] for t in trials if "error" in t.user_attrs]  # no trial scored 0 for it
     assert not [t for t in trials if t.state.name == "FAIL"]  # no heartbeat went stale either
+
+
+def test_an_enqueued_trial_is_claimed_by_exactly_one_worker_on_postgresql(servers):
+    assert claim_race(servers[0].url()) == [1] * 10
 
 
 def test_bad_store_urls_name_the_flag_and_what_is_valid_and_hide_the_password(tmp_path, suite):

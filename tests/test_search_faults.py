@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from search_helpers import ROOT, SMALL_SPACE, write_config
+from search_helpers import ROOT, SMALL_SPACE, claim_race, write_config
 
 
 def test_a_failing_trial_is_recorded_and_the_study_goes_on(suite, tmp_path):
@@ -200,3 +200,9 @@ def test_a_second_worker_joins_the_harness_phase_on_the_shared_storage(suite, tm
     assert joined_alone >= 1 and ran >= joined_alone
     assert 10 <= len(finished) <= 11
     assert json.loads((run_dir / "state.json").read_text())["done"]
+
+
+def test_an_enqueued_trial_is_claimed_by_exactly_one_worker_on_sqlite(tmp_path):
+    # sqlite ignores SELECT ... FOR UPDATE: before the claim was one conditional UPDATE, every round here
+    # had several winners, and in a run two workers ran one focused trial (the second could not tell it).
+    assert claim_race(f"sqlite:///{tmp_path / 'optuna.db'}") == [1] * 10

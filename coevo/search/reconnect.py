@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from optuna.exceptions import StorageInternalError
 from optuna.storages import RDBStorage
+from optuna.trial import TrialState
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, PendingRollbackError, SQLAlchemyError
 
 OUTAGE_SECONDS = 300.0
@@ -78,7 +79,27 @@ class ReconnectingStorage(RDBStorage):
     set_study_system_attr = retried(RDBStorage.set_study_system_attr)
     _create_new_trial = retried(RDBStorage._create_new_trial)
     _set_trial_param = retried(RDBStorage._set_trial_param)
-    set_trial_state_values = retried(RDBStorage.set_trial_state_values)
+    @retried
+    def set_trial_state_values(self, trial_id: int, state: TrialState, values=None) -> bool:
+        """Claiming an enqueued trial (WAITING -> RUNNING) is one conditional UPDATE, so that two workers
+        can never both claim it. Optuna reads the state, then writes it, under SELECT ... FOR UPDATE, which
+        sqlite ignores: there two workers ran the same enqueued trial, and the second's tell failed with
+        "Cannot tell a COMPLETE trial". Every other transition is Optuna's own."""
+        if state != TrialState.RUNNING:
+            return RDBStorage.set_trial_state_values(self, trial_id, state, values)
+        from datetime import datetime
+
+        from optuna.storages._rdb import models
+        from optuna.storages._rdb.storage import _create_scoped_session
+
+        with _create_scoped_session(self.scoped_session) as session:
+            claimed = (session.query(models.TrialModel)
+                       .filter(models.TrialModel.trial_id == trial_id, models.TrialModel.state == TrialState.WAITING)
+                       .update({models.TrialModel.state: TrialState.RUNNING}, synchronize_session=False)) == 1
+            if claimed:  # the start time is stored as UTC through the model's setter, as Optuna does
+                models.TrialModel.find_or_raise_by_id(trial_id, session).datetime_start = datetime.now()
+        return claimed
+
     set_trial_intermediate_value = retried(RDBStorage.set_trial_intermediate_value)
     set_trial_user_attr = retried(RDBStorage.set_trial_user_attr)
     set_trial_system_attr = retried(RDBStorage.set_trial_system_attr)
