@@ -4,6 +4,7 @@
     DIR/
       harness.yaml    the resolved harness; prompts_dir: prompts (relative, so the folder can move)
       prompts/        the Jinja templates it names
+      NAME.agent.yaml a native agent's own config, instead of prompts/ (harness.yaml names it)
       model/          the Hugging Face checkpoint (weights, config, tokenizer with its chat template)
       report.json     what the writer knows about the pair: scores with their intervals, lineage
       README.md       the same in words, and the command that reproduces the score
@@ -53,6 +54,13 @@ def write_bundle(out: str | Path, harness, checkpoint: Path, report: dict[str, A
 
 
 def _write_harness(harness, folder: Path) -> None:
+    from coevo.native.spec import is_native
+
+    if is_native(harness):  # harness.yaml and, beside it, the agent's own config file (NAME.agent.yaml)
+        from coevo.native.spec import save_native_harness
+
+        save_native_harness(harness, folder)
+        return
     (folder / "prompts").mkdir()
     for slot in type(harness.templates).model_fields:
         name = getattr(harness.templates, slot)

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from serve_helpers import MODEL, serving, tiny_model, torch_threads
 
-from coevo.native.run import episodes_of, run_native
+from coevo.native.run import run_native
 from coevo.native.spec import load_native_harness
 from coevo.policy.scripted import solution_commands
+from coevo.rollout.trajectory import episodes
 from coevo.tasks import load_taskset
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,6 +74,25 @@ def test_mini_swe_agent_runs_unmodified_and_is_recorded(model_dir, tasks, harnes
         assert "<returncode>0</returncode>" in env, "the command's observation did not reach the model"
 
 
+def test_mini_swe_agent_runs_in_docker_sandboxes(model_dir, tasks, harness):
+    """The same scripted episodes with the agent's commands in docker containers (the base image stands in
+    for the tasks' FROM: nothing can be pulled here)."""
+    from functools import partial
+
+    from transformers import AutoTokenizer
+
+    from coevo.policy.scripted import ScriptedPolicy
+    from coevo.sandbox import make_sandbox
+    from coevo.sandbox.images import BASE_TAG
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    docker = partial(make_sandbox, backend="docker", image_map={"debian:bookworm-slim": BASE_TAG})
+    with serving(ScriptedPolicy(scripted_agent_replies(tasks), tokenizer), tokenizer) as (server, _):
+        trajectories = run_native(tasks, harness, server.url, MODEL, make_sandbox=docker)
+    assert [(t.task, t.reward, t.status) for t in trajectories] == [
+        (t.name, reward, "submitted") for t, reward in zip(tasks, (1.0, 1.0, 0.0))]
+
+
 def test_the_tiny_model_drives_mini_swe_agent(model_dir, tasks, harness):
     from coevo.policy.hf import HFPolicy
 
@@ -82,7 +102,7 @@ def test_the_tiny_model_drives_mini_swe_agent(model_dir, tasks, harness):
         trajectories = run_native(tasks, small, server.url, MODEL)
     # mini-swe-agent drops a reply it cannot parse from its history, so each format error (the untrained
     # model makes nothing else) starts a new segment: several per episode, one record per episode.
-    assert [t.task for t in episodes_of(trajectories)] == [t.name for t in tasks]
+    assert [t.task for t in episodes(trajectories)] == [t.name for t in tasks]
     for t in trajectories:
         assert t.status in ("submitted", "turn_limit", "format_errors"), (t.status, t.error)
         assert 0 < len(t.model_tokens) <= 2 * 16 and t.turns <= 2

@@ -2,8 +2,9 @@
 `coevo serve` sessions: the rows TRL trains on are the sessions' records, and their loss region is exactly
 the tokens the served model sampled.
 
-coevo's w-phase (coevo/train) does not dispatch native harnesses yet; this test wires the same pieces
-(`rows_from_trajectories`, `loss_region_drift`) around `run_native` to show the path holds."""
+This test wires the pieces (`rows_from_trajectories`, `loss_region_drift`) around `run_native` against an
+external server; the w-phase itself, which serves its rollout copy in-process, runs in
+tests/test_search_native.py."""
 
 from __future__ import annotations
 

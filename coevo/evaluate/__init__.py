@@ -67,6 +67,10 @@ def summarize(trajectories: Sequence, seed: int = 0) -> Summary:
 
 
 def report(trajectories: Sequence, seed: int = 0) -> EvalReport:
+    """Summaries count episodes: the segments of a served agent's episode are one (rollout.trajectory)."""
+    from coevo.rollout.trajectory import episodes
+
+    trajectories = episodes(trajectories)
     families = sorted({t.family for t in trajectories})
     return EvalReport(
         overall=summarize(trajectories, seed),

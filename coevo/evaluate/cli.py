@@ -38,13 +38,10 @@ def eval_command(
     from coevo.console import progress
     from coevo.errors import CoevoError
     from coevo.harness import HarnessError, load_harness
-    from coevo.native.spec import is_native
     from coevo.sandbox.cli import checked_backends, image_map_from
     from coevo.tasks import load_taskset
 
     try:
-        if harness is not None and is_native(harness):
-            return native_eval(model, harness, tasks, split, samples, seed, out, dtype, as_json, backend)
         if bundle is not None:
             from coevo.bundle import load_bundle
 
@@ -72,27 +69,6 @@ def eval_command(
         return
     print_report(report, title=f"{loaded_harness.name} x {model or 'oracle'} on {split} ({samples}/task, seed {seed})")
     print(f"trajectories: {out}  (view one: coevo show {out})")
-
-
-def native_eval(model: str, harness_path: Path, tasks: Path, split: str, samples: int, seed: int, out: Path | None,
-                dtype: str, as_json: bool, backend: str) -> None:
-    """A native agent's harness (kind: native): the --model folder served in this process, the agent's
-    episodes through per-episode sessions (coevo.native)."""
-    from coevo.native.run import evaluate_native
-    from coevo.native.spec import load_native_harness
-    from coevo.tasks import load_taskset
-
-    if not Path(model).is_dir():
-        fail(f"--model {model!r}: a native harness needs a local checkpoint folder, served for the agent")
-    harness = load_native_harness(harness_path)
-    task_list = load_taskset(tasks).split(split)
-    out = out or Path("runs/eval") / f"{harness.name}-{split}-seed{seed}.jsonl"
-    report = evaluate_native(task_list, harness, model, samples, seed, out, backend, dtype)
-    if as_json:
-        print(json.dumps({**report.as_dict(), "trajectories": str(out)}, indent=1))
-        return
-    print_report(report, title=f"{harness.name} (native) x {model} on {split} ({samples}/task)")
-    print(f"trajectories: {out}  (one per recorded segment; view one: coevo show {out})")
 
 
 def run_eval(tasks, harness, policy, samples: int, seed: int, out: Path,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from coevo.harness.prompts import format_error_text, instance_prompt, observation_text, system_prompt
 from coevo.harness.tools import ToolResult, tool_schemas
+from coevo.native.spec import is_native
 
 if TYPE_CHECKING:
     from coevo.harness.spec import HarnessSpec
@@ -45,5 +46,6 @@ def seen_by_model(harness: HarnessSpec) -> dict:
 
 def fingerprint(harness: HarnessSpec) -> str:
     """The first 16 hex digits of the sha256 of `seen_by_model` (canonical JSON)."""
-    text = json.dumps(seen_by_model(harness), sort_keys=True, ensure_ascii=False)
+    seen = harness.seen_by_model() if is_native(harness) else seen_by_model(harness)
+    text = json.dumps(seen, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -35,8 +35,14 @@ class Harness(HarnessSpec):
 
 def load_harness(path: str | Path) -> Harness:
     """Load `harnesses/NAME.yaml`. Templates resolve against its `prompts_dir` (relative to the YAML
-    file), by default the `prompts/` folder next to the YAML's folder. `name` defaults to the file stem."""
+    file), by default the `prompts/` folder next to the YAML's folder. `name` defaults to the file stem.
+    A file of `kind: native` is a native agent's harness (coevo.native.spec.NativeHarness), which the
+    rollout, the search, training and the bundle take in its place."""
+    from coevo.native.spec import is_native_file, load_native_harness
+
     path = Path(path)
+    if is_native_file(path):
+        return load_native_harness(path)
     data = read_mapping(path, "harness file", Harness, HarnessError)
     data.setdefault("name", path.stem)
     prompts = Path(data.get("prompts_dir") or path.resolve().parent.parent / "prompts")

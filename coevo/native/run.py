@@ -9,7 +9,6 @@ comes back as one Trajectory per segment, in order, each with the episode's outc
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -21,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import import_module
 
 from coevo.errors import SandboxError
+from coevo.harness.fingerprint import fingerprint
 from coevo.native import AGENTS
 from coevo.native.spec import NativeHarness
 from coevo.outcomes import FAILURE_STATUSES
@@ -28,10 +28,20 @@ from coevo.rollout.trajectory import Trajectory
 
 
 def run_native(tasks: Sequence, harness: NativeHarness, server: str, model: str, n_per_task: int = 1, *,
-               backend: str = "local", api_key: str | None = None, max_workers: int = 16,
+               backend: str = "local", make_sandbox: Callable | None = None, verify: Callable | None = None,
+               api_key: str | None = None, max_workers: int = 16,
                on_done: Callable[[list[Trajectory]], None] | None = None) -> list[Trajectory]:
     """`server`: the endpoint's root (http://127.0.0.1:PORT), serving `model`. Trajectories come back in
-    task order, samples together."""
+    task order, samples together. `make_sandbox(task)` and `verify(task, sandbox)` default to coevo's
+    (sandboxes of `backend`), as in `coevo.rollout.rollout`."""
+    from functools import partial
+
+    if make_sandbox is None:
+        from coevo.sandbox import make_sandbox as _make_sandbox
+
+        make_sandbox = partial(_make_sandbox, backend=backend)
+    if verify is None:
+        from coevo.verify import verify
     # mini-swe-agent greets on import and litellm fetches a price list: neither has a use here (no network).
     os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -40,7 +50,8 @@ def run_native(tasks: Sequence, harness: NativeHarness, server: str, model: str,
     jobs = [(task, sample) for task in tasks for sample in range(n_per_task)]
 
     def one(job) -> list[Trajectory]:
-        segments = episode(agent, harness, *job, server=server, model=model, backend=backend, api_key=api_key)
+        segments = episode(agent, harness, *job, server=server, model=model, make_sandbox=make_sandbox,
+                           verify=verify, api_key=api_key)
         if on_done is not None:
             on_done(segments)
         return segments
@@ -49,17 +60,15 @@ def run_native(tasks: Sequence, harness: NativeHarness, server: str, model: str,
         return [t for segments in pool.map(one, jobs) for t in segments]
 
 
-def episode(agent, harness: NativeHarness, task, sample: int, *, server: str, model: str, backend: str,
-            api_key: str | None) -> list[Trajectory]:
+def episode(agent, harness: NativeHarness, task, sample: int, *, server: str, model: str, make_sandbox: Callable,
+            verify: Callable, api_key: str | None) -> list[Trajectory]:
     from coevo.native.mini import AgentResult
-    from coevo.sandbox import make_sandbox
-    from coevo.verify import verify
 
     session = f"{task.name}.{sample}.{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
     sandbox = None
     try:
-        sandbox = make_sandbox(task, backend=backend)
+        sandbox = make_sandbox(task)
         sandbox.start()
         result = agent(harness, task.instruction, sandbox, f"{server}/sessions/{session}/v1", model, api_key)
     except SandboxError as e:
@@ -98,51 +107,22 @@ def collect(server: str, session: str, api_key: str | None) -> list[Trajectory]:
         raise
 
 
-def fingerprint(harness: NativeHarness) -> str:
-    """What the model sees of a native harness: the agent's effective config and the decoding."""
-    seen = {"agent": harness.agent, **harness.agent_file(), "decoding": harness.decoding.model_dump()}
-    return hashlib.sha256(json.dumps(seen, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def episodes_of(segments: list[Trajectory]) -> list[Trajectory]:
-    """One record per episode, for summaries (pass@1 counts episodes, not segments): the episode's first
-    segment with the turns, tokens and drift of all its segments. Train on the segments themselves."""
-    episodes: dict[tuple[str, int], Trajectory] = {}
-    for t in segments:
-        key = (t.task, t.sample)
-        if key not in episodes:
-            episodes[key] = t.model_copy(deep=True)
-            continue
-        first = episodes[key]
-        first.turns, first.tokens = first.turns + t.turns, first.tokens + t.tokens
-        first.drift, first.messages = (first.drift or 0) + (t.drift or 0), t.messages
-    return list(episodes.values())
-
-
 def rollout_native(tasks: Sequence, harness: NativeHarness, policy, n_per_task: int = 1, *,
-                   backend: str = "local", on_done=None) -> list[Trajectory]:
-    """What `coevo.rollout.rollout` is for coevo's own harnesses, for a native one: `policy` (a local HF
-    model, e.g. GRPO's rollout copy) served in this process for the time of the episodes. Returns the
-    segments (see run_native); `episodes_of` gives one record per episode."""
+                   backend: str = "local", make_sandbox: Callable | None = None, verify: Callable | None = None,
+                   max_workers: int = 16, on_done=None) -> list[Trajectory]:
+    """What `coevo.rollout.rollout` is for coevo's own harnesses (it comes here for a native one): `policy`
+    (a local HF model, GRPO's recording copy, or a scripted policy with a tokenizer) served in this process
+    for the time of the episodes. Returns the segments (see run_native): train on them;
+    `coevo.rollout.trajectory.episodes` gives one record per episode."""
     from coevo.serve.app import create_app
     from coevo.serve.server import ServerThread
 
-    app = create_app(policy, policy.tokenizer, "coevo", harness=harness.name,
-                     context_length=policy.model.config.max_position_embeddings)
+    if getattr(policy, "tokenizer", None) is None:
+        raise ValueError(f"harness '{harness.name}' (kind: native) needs a policy with a tokenizer, to serve it "
+                         f"to the agent: an hf model or a scripted policy; got {type(policy).__name__}")
+    model = getattr(policy, "model", None)
+    context = model.config.max_position_embeddings if model is not None else policy.tokenizer.model_max_length
+    app = create_app(policy, policy.tokenizer, "coevo", harness=harness.name, context_length=context)
     with ServerThread(app) as server:
-        return run_native(tasks, harness, server.url, "coevo", n_per_task, backend=backend, on_done=on_done)
-
-
-def evaluate_native(tasks: Sequence, harness: NativeHarness, model_dir, samples: int = 1, seed: int = 0,
-                    out=None, backend: str = "local", dtype: str = "float32", on_done=None):
-    """`coevo eval` for a native harness: the checkpoint served in this process, the agent's episodes
-    through it, the segments saved to `out` (JSONL) and summarised per episode."""
-    from coevo.evaluate import report
-    from coevo.policy.hf import HFPolicy
-    from coevo.rollout import save_trajectories
-
-    segments = rollout_native(tasks, harness, HFPolicy(model_dir, dtype=dtype), samples, backend=backend,
-                              on_done=on_done)
-    if out is not None:
-        save_trajectories(out, segments)
-    return report(episodes_of(segments), seed)
+        return run_native(tasks, harness, server.url, "coevo", n_per_task, backend=backend,
+                          make_sandbox=make_sandbox, verify=verify, max_workers=max_workers, on_done=on_done)

@@ -25,6 +25,9 @@ from coevo.errors import ConfigError
 
 SECTIONS = {"agent": "agent_settings", "model": "model_settings", "environment": "environment_settings"}
 """The agent config file's sections, and the harness fields that hold them."""
+OBSERVATION_TOKENS = 2048
+"""What one observation is assumed to cost at most (mini-swe-agent truncates long outputs itself)."""
+UNLIMITED_EPISODE_TOKENS = 32768
 
 
 class NativeDecoding(BaseModel):
@@ -61,6 +64,39 @@ class NativeHarness(BaseModel):
         data = apply_overrides(self.model_dump(), overrides, NativeHarness, ConfigError)
         return validate(NativeHarness, data, f"harness '{self.name}' with overrides", ConfigError)
 
+    def seen_by_model(self) -> dict:
+        """What the model sees of this harness (its fingerprint hashes this): the agent and its effective
+        config, whose templates render every message; decoding is left out, as for coevo's own harnesses."""
+        return {"agent": self.agent, **self.agent_file()}
+
+    def to_yaml(self) -> str:
+        """The resolved harness in one file (every setting written out), as `load_native_harness` reads it."""
+        import yaml
+
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+    def rendered_prompts(self) -> str:
+        """The agent's message templates as it will render them itself (Jinja, unrendered here)."""
+        templates = {f"{section}.{key}": value for section, field in SECTIONS.items()
+                     for key, value in getattr(self, field).items() if key.endswith("_template")}
+        return "".join(f"## {name}\n\n```\n{text}\n```\n\n" for name, text in templates.items())
+
+    def unknown_setting(self, path: str) -> str | None:
+        """For a dotted path into the agent's config (`agent_settings.step_limit`): why it names nothing
+        there, with the valid keys; None when it does (or is not such a path)."""
+        field, _, key = path.partition(".")
+        if field not in SECTIONS.values() or not key or key in getattr(self, field):
+            return None
+        return (f"'{key}' is not a setting of the agent's {field} (valid: "
+                f"{', '.join(f'{field}.{k}' for k in getattr(self, field))})")
+
+    def max_episode_tokens(self) -> int:
+        """A bound on an episode's token record, for the one place that needs one (dr_grpo's normaliser):
+        each step's reply and an observation of at most OBSERVATION_TOKENS; an unlimited agent
+        (step_limit 0) gets UNLIMITED_EPISODE_TOKENS."""
+        steps = int(self.agent_settings.get("step_limit") or 0)
+        return steps * (self.decoding.max_tokens + OBSERVATION_TOKENS) if steps > 0 else UNLIMITED_EPISODE_TOKENS
+
     def agent_file(self) -> dict[str, dict]:
         """The effective config in the agent's own format (what an export writes beside the checkpoint)."""
         return {"agent": self.agent_settings, "model": self.model_settings, "environment": self.environment_settings}
@@ -80,8 +116,18 @@ def save_native_harness(harness: NativeHarness, folder: Path) -> Path:
     return path
 
 
-def is_native(path: str | Path) -> bool:
-    data = read_yaml(path, "harness file")
+def is_native(harness) -> bool:
+    """A native agent's harness (a NativeHarness), not one of coevo's own (coevo.harness.Harness)."""
+    return isinstance(harness, NativeHarness)
+
+
+def is_native_file(path: str | Path) -> bool:
+    """Whether the harness file says `kind: native`; a file that cannot be read says no, and the loader of
+    coevo's own harnesses then reports what is wrong with it."""
+    try:
+        data = read_yaml(path, "harness file")
+    except ConfigError:
+        return False
     return isinstance(data, dict) and data.get("kind") == "native"
 
 

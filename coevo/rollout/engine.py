@@ -19,6 +19,7 @@ from functools import partial
 from coevo import Completion, Policy, SamplingParams, Sandbox
 from coevo.harness import Harness
 from coevo.harness.fingerprint import fingerprint
+from coevo.native.spec import is_native
 from coevo.harness.tools import tool_schemas
 from coevo.outcomes import FAILURE_STATUSES
 from coevo.rollout.episode import Episode, EpisodeEnd
@@ -62,6 +63,12 @@ def rollout(
         make_sandbox = partial(_make_sandbox, backend=backend, image_map=image_map)
     if verify is None:
         from coevo.verify import verify
+    if is_native(harness):  # the agent runs its own loop, against this policy served to it (coevo.native)
+        from coevo.native.run import rollout_native
+
+        return rollout_native(tasks, harness, policy, n_per_task, make_sandbox=make_sandbox, verify=verify,
+                              max_workers=max_workers,
+                              on_done=None if on_done is None else lambda segments: on_done(segments[0]))
     if tokenizer is _FROM_POLICY:  # token-level policies carry their tokenizer; chat APIs have none
         tokenizer = getattr(policy, "tokenizer", None)
     tools = tool_schemas(harness) if harness.action_format.native_tools else None

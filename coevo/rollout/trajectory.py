@@ -39,6 +39,10 @@ class Trajectory(BaseModel):
     were sampled under."""
     sample: int = 0
     """Index of this episode among the n_per_task episodes of its task (the GRPO group)."""
+    segment: int = 0
+    """Which token record of its episode this is. coevo's own loop writes one per episode (0); an agent
+    behind `coevo serve` that re-renders its chat breaks an episode into several (coevo.serve.sessions),
+    each carrying the episode's outcome. `episodes()` merges them for counting."""
 
     prompt_ids: list[int] = []
     """The first prompt (system + instance + generation prompt), as tokenized once."""
@@ -81,6 +85,29 @@ class Trajectory(BaseModel):
     @property
     def model_tokens(self) -> list[int]:
         return [t for t, m in zip(self.completion_ids, self.completion_mask) if m]
+
+
+def episodes(trajectories: Iterable[Trajectory]) -> list[Trajectory]:
+    """One record per episode, for summaries (pass@1 counts episodes, not token records): a later segment
+    (segment > 0) is folded into a copy of its episode's record (turns, tokens and drift added up, the last
+    chat kept). Train on the segments themselves: their tokens are not contiguous."""
+    out: list[Trajectory] = []
+    latest: dict[tuple[str, int], int] = {}
+    copied: set[int] = set()
+    for t in trajectories:
+        key = (t.task, t.sample)
+        if t.segment == 0 or key not in latest:
+            latest[key] = len(out)
+            out.append(t)
+            continue
+        i = latest[key]
+        if i not in copied:
+            out[i] = out[i].model_copy(deep=True)
+            copied.add(i)
+        head = out[i]
+        head.turns, head.tokens = head.turns + t.turns, head.tokens + t.tokens
+        head.drift, head.messages = (head.drift or 0) + (t.drift or 0), t.messages
+    return out
 
 
 def save_trajectories(path: str | Path, trajectories: Iterable[Trajectory], append: bool = False) -> Path:

@@ -38,8 +38,9 @@ def start_model(ctx: RunContext) -> Path:
         from coevo.train.model import build_tiny_model
 
         ctx.log(f"building the tiny model in {folder}")
-        prompts = ctx.inputs.base.prompts_path
-        build_tiny_model(folder, config.tasks, seed=config.seed, prompts_dir=prompts if prompts.is_dir() else None)
+        prompts = getattr(ctx.inputs.base, "prompts_path", None)  # a native agent's harness has no prompts/
+        build_tiny_model(folder, config.tasks, seed=config.seed,
+                         prompts_dir=prompts if prompts is not None and prompts.is_dir() else None)
     return folder
 
 

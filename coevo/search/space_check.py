@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.config import read_yaml, walk
+from coevo.native.spec import is_native
 from coevo.search.errors import SearchError
 from coevo.search.instructions.spec import evolve_param, evolve_problems, is_evolve
 from coevo.search.space import ENTRY_KEYS, TRAIN_PREFIX, TYPES, UNSET, Param, SearchSpace, split_overrides
@@ -29,6 +30,9 @@ def parse_space(data: Any, source: str, base=None) -> SearchSpace:
     for key, entry in data.items():
         evolved = is_evolve(entry)  # {evolve: gepa, ...}: GEPA writes the choices (coevo/search/instructions)
         problems = evolve_problems(str(key), entry) if evolved else entry_problems(str(key), entry)
+        if evolved and is_native(base):
+            problems = ["GEPA evolves coevo's own template files; a native agent's templates are settings of its "
+                        "config (e.g. agent_settings.system_template: {type: categorical, choices: [...]})"]
         if problems:
             errors += [f"{source}: '{key}': {p}" for p in problems]
         else:
@@ -36,7 +40,7 @@ def parse_space(data: Any, source: str, base=None) -> SearchSpace:
     by_path = {p.path: p for p in params}
     bad = set()
     for p in params:
-        problems = path_problems(p.path) + when_problems(p, by_path)
+        problems = path_problems(p.path, base) + when_problems(p, by_path)
         errors += [f"{source}: '{p.path}': {e}" for e in problems]
         bad |= {p.path} if problems else set()
     # Values are checked for every structurally sound parameter, so one run reports everything.
@@ -100,13 +104,19 @@ def entry_problems(key: str, entry: Any) -> list[str]:
     return problems
 
 
-def path_problems(path: str) -> list[str]:
-    """The key must name a value (not a section) of the Harness, or of GRPOSpec after `train.`."""
+def path_problems(path: str, base=None) -> list[str]:
+    """The key must name a value (not a section) of the Harness, or of GRPOSpec after `train.`. For a
+    native agent's harness, a key under its config sections must name a setting that config has."""
     from coevo.harness import Harness
     from coevo.train.grpo_spec import GRPOSpec
 
     if path.startswith(TRAIN_PREFIX):
         return _model_path_problems(GRPOSpec, path.removeprefix(TRAIN_PREFIX), "the GRPO options", TRAIN_PREFIX)
+    if is_native(base):
+        unknown = base.unknown_setting(path)
+        return [f"unknown path: {unknown}"] if unknown else _model_path_problems(
+            type(base), path, "the native harness", "", hidden=("kind", "name", "description", "agent", "config_file"),
+            also=", or train.<GRPO option>")
     return _model_path_problems(Harness, path, "the harness", "", hidden=("name", "description", "prompts_dir"),
                                 also=", or train.<GRPO option>")
 

@@ -65,7 +65,8 @@ class SessionStore:
             segments = self._segments.setdefault(session, [])
             segment = self._extend(segments[-1], prompt_ids) if segments else None
             if segment is None:
-                segment = Trajectory(task=session, harness=self.harness, prompt_ids=list(prompt_ids), drift=0)
+                segment = Trajectory(task=session, harness=self.harness, prompt_ids=list(prompt_ids), drift=0,
+                                     segment=len(segments))
                 segments.append(segment)
             segment.completion_ids += completion.token_ids
             segment.completion_mask += [1] * len(completion.token_ids)

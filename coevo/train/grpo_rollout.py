@@ -38,7 +38,7 @@ class _Recorder:
 
     def __init__(self, policy, timeline: Timeline):
         self.policy, self.timeline = policy, timeline
-        self.tokenizer = policy.tokenizer
+        self.tokenizer, self.model = policy.tokenizer, policy.model  # a native harness serves it (its context)
         self.sampled: dict[str, set[tuple[int, ...]]] = defaultdict(set)
 
     def generate(self, requests, params):
@@ -63,6 +63,8 @@ class GRPORollout:
         self.trajectories: list[Trajectory] = []
         self.last_step = -1
         """The trainer step (0-based) of the last rollout."""
+        self.segments_dropped = 0
+        """The last step's token records left out: all but the last segment of a native agent's episodes."""
 
     # -- TRL's rollout_func -------------------------------------------------------------------------
     def __call__(self, prompts: list[str], trainer) -> dict:
@@ -92,6 +94,7 @@ class GRPORollout:
             **episode_stats(trajectories, rewards), **mismatch.as_metrics(),
             "mismatch/breach": float(bool(mm.breaches(mismatch, self.spec.mismatch))),
             "mismatch/skipped": float(skipped), "tokens/loss_region_drift": float(loss_drift),
+            "tokens/segments_dropped": float(self.segments_dropped),
             **self._mask_groups(rows["env_mask"], rewards, skipped),
             **timeline.breakdown(t_roll), "time/mismatch": t_mismatch,
             "time/rollout_func": time.monotonic() - t0,
@@ -121,8 +124,12 @@ class GRPORollout:
         trajectories = rollout([self.tasks[n] for n in names], self.harness, recorder,
                                n_per_task=counts[names[0]], seed=seed, verify=timed_verify,
                                backend=self.backend, image_map=self.image_map)
+        # TRL takes one row per prompt. A native agent's episode may leave several token records (it
+        # re-rendered its chat): its last one, which holds the actions that ended it, is trained on.
+        last = {(t.task, t.sample): t for t in trajectories}
+        self.segments_dropped = len(trajectories) - len(last)
         queues: dict[str, list[Trajectory]] = defaultdict(list)
-        for t in trajectories:
+        for t in last.values():
             queues[t.task].append(t)
         return [queues[p].pop(0) for p in prompts]
 
@@ -193,7 +200,8 @@ def loss_region_drift(t: Trajectory, ids: list[int], mask: list[int], sampled: d
             current = []
     if current:
         runs.append(current)
-    bad = sum(len(r) for r in runs if tuple(r) not in sampled.get(t.task, ()))
+    # A served agent's calls do not say which task they serve: those completions are filed under "".
+    bad = sum(len(r) for r in runs if tuple(r) not in sampled.get(t.task, ()) and tuple(r) not in sampled.get("", ()))
     region = [tok for r in runs for tok in r]
     return bad if region == t.model_tokens else max(bad, len(region), len(t.model_tokens))
 
