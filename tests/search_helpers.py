@@ -47,7 +47,7 @@ def claim_race(url: str, contenders: int = 6, rounds: int = 10) -> list[int]:
         trial_id = study.get_trials(states=(TrialState.WAITING,))[0]._trial_id
         start, claimed = threading.Barrier(contenders), []
 
-        def claim(storage):
+        def claim(storage, start=start, claimed=claimed, trial_id=trial_id):
             start.wait()
             claimed.append(storage.set_trial_state_values(trial_id, TrialState.RUNNING))
 

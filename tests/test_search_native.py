@@ -84,6 +84,9 @@ def test_a_native_search_config_is_checked_before_it_runs(tmp_path, suite):
 
     with pytest.raises(SearchError, match="w0 warm-starts on the oracle's episodes.*kind: native"):
         load_inputs(load_config(native_config(tmp_path, suite, schedule="w0 -> h")))
+    # The shipped space: a setting the config file leaves to its class's default (action_regex) is valid too.
+    shipped = load_inputs(load_config(native_config(tmp_path, suite, space=str(ROOT / "search_spaces/mini_swe_agent.yaml"))))
+    assert "model_settings.action_regex" in [p.path for p in shipped.space.params]
     path = native_config(tmp_path, suite)
     (tmp_path / "space.yaml").write_text("agent_settings.step_limt: {type: int, low: 1, high: 2}\n")
     with pytest.raises(SearchError, match=r"'step_limt' is not a setting of the agent's agent_settings "

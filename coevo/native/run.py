@@ -10,7 +10,6 @@ comes back as one Trajectory per segment, in order, each with the episode's outc
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.request
@@ -21,7 +20,7 @@ from importlib import import_module
 
 from coevo.errors import SandboxError
 from coevo.harness.fingerprint import fingerprint
-from coevo.native import AGENTS
+from coevo.native import AGENTS, quiet_agents
 from coevo.native.spec import NativeHarness
 from coevo.outcomes import FAILURE_STATUSES
 from coevo.rollout.trajectory import Trajectory
@@ -42,9 +41,7 @@ def run_native(tasks: Sequence, harness: NativeHarness, server: str, model: str,
         make_sandbox = partial(_make_sandbox, backend=backend)
     if verify is None:
         from coevo.verify import verify
-    # mini-swe-agent greets on import and litellm fetches a price list: neither has a use here (no network).
-    os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    quiet_agents()
     module, _, name = AGENTS[harness.agent].rpartition(".")
     agent = getattr(import_module(module), name)
     jobs = [(task, sample) for task in tasks for sample in range(n_per_task)]

@@ -85,10 +85,12 @@ class NativeHarness(BaseModel):
         """For a dotted path into the agent's config (`agent_settings.step_limit`): why it names nothing
         there, with the valid keys; None when it does (or is not such a path)."""
         field, _, key = path.partition(".")
-        if field not in SECTIONS.values() or not key or key in getattr(self, field):
+        if field not in SECTIONS.values() or not key:
             return None
-        return (f"'{key}' is not a setting of the agent's {field} (valid: "
-                f"{', '.join(f'{field}.{k}' for k in getattr(self, field))})")
+        valid = [*getattr(self, field), *(k for k in declared_settings(self.agent, field) if k not in getattr(self, field))]
+        if key in valid:
+            return None
+        return f"'{key}' is not a setting of the agent's {field} (valid: {', '.join(f'{field}.{k}' for k in valid)})"
 
     def max_episode_tokens(self) -> int:
         """A bound on an episode's token record, for the one place that needs one (dr_grpo's normaliser):
@@ -100,6 +102,17 @@ class NativeHarness(BaseModel):
     def agent_file(self) -> dict[str, dict]:
         """The effective config in the agent's own format (what an export writes beside the checkpoint)."""
         return {"agent": self.agent_settings, "model": self.model_settings, "environment": self.environment_settings}
+
+
+def declared_settings(agent: str, field: str) -> list[str]:
+    """The settings the agent's config class for a section declares (coevo.native.SETTINGS)."""
+    from importlib import import_module
+
+    from coevo.native import SETTINGS, quiet_agents
+
+    quiet_agents()
+    module, _, name = SETTINGS[agent][field].rpartition(".")
+    return list(getattr(import_module(module), name).model_fields)
 
 
 def save_native_harness(harness: NativeHarness, folder: Path) -> Path:

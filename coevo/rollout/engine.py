@@ -19,8 +19,8 @@ from functools import partial
 from coevo import Completion, Policy, SamplingParams, Sandbox
 from coevo.harness import Harness
 from coevo.harness.fingerprint import fingerprint
-from coevo.native.spec import is_native
 from coevo.harness.tools import tool_schemas
+from coevo.native.spec import is_native
 from coevo.outcomes import FAILURE_STATUSES
 from coevo.rollout.episode import Episode, EpisodeEnd
 from coevo.rollout.tokens import ChatTemplate

@@ -31,8 +31,8 @@ def parse_space(data: Any, source: str, base=None) -> SearchSpace:
         evolved = is_evolve(entry)  # {evolve: gepa, ...}: GEPA writes the choices (coevo/search/instructions)
         problems = evolve_problems(str(key), entry) if evolved else entry_problems(str(key), entry)
         if evolved and is_native(base):
-            problems = ["GEPA evolves coevo's own template files; a native agent's templates are settings of its "
-                        "config (e.g. agent_settings.system_template: {type: categorical, choices: [...]})"]
+            problems = [("GEPA evolves coevo's own template files; a native agent's templates are settings of "
+                         "its config (e.g. agent_settings.system_template: {type: categorical, choices: [...]})")]
         if problems:
             errors += [f"{source}: '{key}': {p}" for p in problems]
         else:

@@ -199,9 +199,9 @@ def per_task_csv(report) -> str:
 def rendered_prompts(harness) -> str:
     """Every message template of the harness rendered with sample values, as the model would read them
     (a native agent's templates as written: it renders them itself)."""
-    from coevo.native.spec import is_native
     from coevo.harness.prompts import format_error_text, instance_prompt, observation_text, system_prompt
     from coevo.harness.tools import ToolResult
+    from coevo.native.spec import is_native
 
     if is_native(harness):
         return harness.rendered_prompts()
