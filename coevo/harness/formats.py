@@ -36,7 +36,12 @@ def parse_action(harness: HarnessSpec, text: str) -> list[ToolCall]:
 
 
 def render_action(harness: HarnessSpec, commands: list[str], submit: bool) -> str:
-    """A reply, in the harness's action format, that runs `commands` with bash and then submits if asked."""
+    """A reply, in the harness's action format, that runs `commands` with bash and then submits if asked
+    (a native agent's harness writes its own agent's format)."""
+    from coevo.native.spec import is_native
+
+    if is_native(harness):
+        return harness.render_action(commands, submit)
     if not commands and not submit:
         raise ValueError("render_action needs at least one command or submit=True")
     kind = harness.action_format.kind

@@ -10,14 +10,37 @@ The agent talks to the model only through the session URL, so its episodes are t
 token-out record as coevo's own loop writes, whatever the agent does to its prompts.
 """
 
-AGENTS = {"mini-swe-agent": "coevo.native.mini.run_agent"}
-"""Agent name -> the function that runs one episode: (harness, instruction, sandbox, base_url, model, api_key)
--> AgentResult."""
-SETTINGS = {"mini-swe-agent": {"agent_settings": "minisweagent.agents.default.AgentConfig",
-                               "model_settings": "minisweagent.models.litellm_textbased_model.LitellmTextbasedModelConfig",
-                               "environment_settings": "minisweagent.environments.local.LocalEnvironmentConfig"}}
-"""Agent name -> the pydantic config class behind each settings section: what a section may set beyond the
-keys its config file writes out (e.g. model_settings.action_regex, a class default)."""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NativeAgent:
+    """What coevo knows of a native agent, each as "module.name", imported when used."""
+
+    run: str
+    """Runs one episode: (harness, instruction, sandbox, base_url, model, api_key) -> AgentResult."""
+    render_action: str
+    """Writes a reply the agent parses into running `commands`, or into submitting: (harness, commands,
+    submit) -> str. The oracle plays the tasks' solutions with it (the warm start, `coevo check`)."""
+    settings: dict[str, str]
+    """Each settings section's pydantic config class: what a section may set beyond the keys its config file
+    writes out (e.g. model_settings.action_regex, a class default)."""
+
+
+AGENTS = {"mini-swe-agent": NativeAgent(
+    run="coevo.native.mini.run_agent", render_action="coevo.native.mini.render_action",
+    settings={"agent_settings": "minisweagent.agents.default.AgentConfig",
+              "model_settings": "minisweagent.models.litellm_textbased_model.LitellmTextbasedModelConfig",
+              "environment_settings": "minisweagent.environments.local.LocalEnvironmentConfig"})}
+
+
+def imported(dotted: str):
+    """The object a "module.name" string names, the agents' packages silenced first."""
+    from importlib import import_module
+
+    quiet_agents()
+    module, _, name = dotted.rpartition(".")
+    return getattr(import_module(module), name)
 
 
 def quiet_agents() -> None:

@@ -83,3 +83,30 @@ def run_agent(harness, instruction: str, sandbox: Sandbox, base_url: str, model:
     status = EXIT_STATUS.get(exit_status, "policy_error")
     error = None if status == "submitted" else f"mini-swe-agent exit status {exit_status or 'unknown'}"
     return AgentResult(status, error, format_errors, agent.messages)
+
+
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+"""mini-swe-agent's submit: a command whose output starts with the sentinel (LocalEnvironment._check_finished)."""
+FENCES = ("mswea_bash_command", "bash", "sh", "")
+"""Code-fence labels the oracle tries, in order, until the harness's action_regex reads its block."""
+
+
+def render_action(harness, commands: list[str], submit: bool) -> str:
+    """A reply mini-swe-agent parses into one action: a THOUGHT and one fenced block, under the first fence
+    label that the harness's `model_settings.action_regex` accepts. Submitting is an action of its own (the
+    sentinel must be the first line of the output), so `submit` takes no commands."""
+    import re
+
+    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModelConfig
+
+    if submit == bool(commands):
+        raise ValueError("mini-swe-agent actions either run commands or submit (submit=True with no commands)")
+    command = SUBMIT if submit else "\n".join(commands)
+    thought = "Done." if submit else "Doing the task."  # short: a small model learns to write this too
+    regex = harness.model_settings.get("action_regex") or LitellmTextbasedModelConfig.model_fields["action_regex"].default
+    for label in FENCES:
+        reply = f"THOUGHT: {thought}\n\n```{label}\n{command}\n```"
+        if [a.strip() for a in re.findall(regex, reply, re.DOTALL)] == [command.strip()]:
+            return reply
+    raise ValueError(f"harness '{harness.name}': model_settings.action_regex {regex!r} reads none of the fenced "
+                     f"blocks the oracle can write (labels {', '.join(repr(f) for f in FENCES)})")

@@ -16,11 +16,10 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from importlib import import_module
 
 from coevo.errors import SandboxError
 from coevo.harness.fingerprint import fingerprint
-from coevo.native import AGENTS, quiet_agents
+from coevo.native import AGENTS, imported
 from coevo.native.spec import NativeHarness
 from coevo.outcomes import FAILURE_STATUSES
 from coevo.rollout.trajectory import Trajectory
@@ -41,9 +40,7 @@ def run_native(tasks: Sequence, harness: NativeHarness, server: str, model: str,
         make_sandbox = partial(_make_sandbox, backend=backend)
     if verify is None:
         from coevo.verify import verify
-    quiet_agents()
-    module, _, name = AGENTS[harness.agent].rpartition(".")
-    agent = getattr(import_module(module), name)
+    agent = imported(AGENTS[harness.agent].run)
     jobs = [(task, sample) for task in tasks for sample in range(n_per_task)]
 
     def one(job) -> list[Trajectory]:

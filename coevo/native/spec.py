@@ -92,6 +92,12 @@ class NativeHarness(BaseModel):
             return None
         return f"'{key}' is not a setting of the agent's {field} (valid: {', '.join(f'{field}.{k}' for k in valid)})"
 
+    def render_action(self, commands: list[str], submit: bool) -> str:
+        """A reply this agent parses into running `commands`, or into submitting (what the oracle writes)."""
+        from coevo.native import AGENTS, imported
+
+        return imported(AGENTS[self.agent].render_action)(self, commands, submit)
+
     def max_episode_tokens(self) -> int:
         """A bound on an episode's token record, for the one place that needs one (dr_grpo's normaliser):
         each step's reply and an observation of at most OBSERVATION_TOKENS; an unlimited agent
@@ -105,14 +111,10 @@ class NativeHarness(BaseModel):
 
 
 def declared_settings(agent: str, field: str) -> list[str]:
-    """The settings the agent's config class for a section declares (coevo.native.SETTINGS)."""
-    from importlib import import_module
+    """The settings the agent's config class for a section declares (coevo.native.AGENTS)."""
+    from coevo.native import AGENTS, imported
 
-    from coevo.native import SETTINGS, quiet_agents
-
-    quiet_agents()
-    module, _, name = SETTINGS[agent][field].rpartition(".")
-    return list(getattr(import_module(module), name).model_fields)
+    return list(imported(AGENTS[agent].settings[field]).model_fields)
 
 
 def save_native_harness(harness: NativeHarness, folder: Path) -> Path:

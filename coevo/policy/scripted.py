@@ -70,18 +70,28 @@ class OraclePolicy(ScriptedPolicy):
         super().__init__(self._oracle_reply, tokenizer)
         self.harness, self.one_turn = harness, one_turn
         self.solutions: dict[str, list[str]] = {}
+        self.instructions: dict[str, str] = {}
         for task in tasks:
             if task.solution is None:
                 raise ValueError(f"task {task.name}: no solution/solve.sh in {task.path}; the oracle needs one")
             self.solutions[task.name] = solution_commands(task.solution)
+            self.instructions[task.instruction.strip()] = task.name
+
+    def task_of(self, request: GenerationRequest) -> str | None:
+        """The task named in the request's meta (coevo's loop), or else whose instruction the first user
+        message quotes (a native agent behind `coevo serve`, whose calls carry no meta)."""
+        if "task" in request.meta:
+            return request.meta["task"]
+        first = next((m.get("content") or "" for m in request.messages if m.get("role") == "user"), "")
+        return next((name for text, name in self.instructions.items() if text in first), None)
 
     def _oracle_reply(self, request: GenerationRequest, turn: int) -> str:
         from coevo.harness import render_action
 
-        name = request.meta.get("task")
+        name = self.task_of(request)
         if name not in self.solutions:
-            raise ValueError(f"oracle policy: request meta task={name!r} is not one of the "
-                             f"{len(self.solutions)} tasks it was given")
+            raise ValueError(f"oracle policy: the request names task {name!r} (meta, or the instruction its first "
+                             f"message quotes), not one of the {len(self.solutions)} tasks it was given")
         if self.one_turn:
             return render_action(self.harness, self.solutions[name], submit=True)
         if turn == 0:

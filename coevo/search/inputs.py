@@ -62,17 +62,12 @@ class Inputs:
 
 def load_inputs(config: SearchConfig) -> Inputs:
     from coevo.harness import load_harness
-    from coevo.native.spec import is_native
     from coevo.search.instructions.lineage import with_run_prompts
     from coevo.search.space_check import load_space
     from coevo.tasks import load_taskset
 
     phases = parse_schedule(config.schedule, "schedule")
     base = load_harness(config.harness)
-    if "w0" in phases and is_native(base):
-        raise SearchError(f"schedule {config.schedule!r}: w0 warm-starts on the oracle's episodes, replayed through "
-                          f"coevo's own agent loop, which '{config.harness}' (kind: native) does not use; start "
-                          "from a checkpoint instead (`model:`, e.g. one that `coevo warmstart` made) and drop w0")
     if config.overrides:
         base = base.with_overrides(config.overrides)
     space = load_space(config.space, base)

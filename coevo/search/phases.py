@@ -35,12 +35,16 @@ def start_model(ctx: RunContext) -> Path:
         return config.model
     folder = ctx.run_dir / "model"
     if not (folder / "config.json").is_file():
+        from coevo.native.spec import is_native
         from coevo.train.model import build_tiny_model
 
         ctx.log(f"building the tiny model in {folder}")
-        prompts = getattr(ctx.inputs.base, "prompts_path", None)  # a native agent's harness has no prompts/
-        build_tiny_model(folder, config.tasks, seed=config.seed,
-                         prompts_dir=prompts if prompts is not None and prompts.is_dir() else None)
+        base = ctx.inputs.base
+        if is_native(base):  # the agent's own templates and action format join the vocabulary's corpus
+            build_tiny_model(folder, config.tasks, seed=config.seed, prompts_dir=None, extra_harnesses=(base,))
+        else:
+            prompts = base.prompts_path
+            build_tiny_model(folder, config.tasks, seed=config.seed, prompts_dir=prompts if prompts.is_dir() else None)
     return folder
 
 

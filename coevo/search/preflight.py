@@ -176,13 +176,14 @@ def check_estimate(c: Context) -> str:
 
     _need(c.base and c.tasks and all(c.splits.values()), "the config and tasks in every split")
     task = next(t for t in c.tasks if t.split == "dev")
-    native = is_native(c.base)  # no oracle plays a native agent's own format: episodes are counted, not timed
+    policy = make_policy("oracle", harness=c.base, tasks=[task])
+    if is_native(c.base):  # served to the agent: the oracle's text needs token ids
+        policy.tokenizer = oracle_tokenizer(c)
     started = time.monotonic()
-    if not native:
-        [traj] = rollout([task], c.base, make_policy("oracle", harness=c.base, tasks=[task]),
-                         make_sandbox=lambda t: make_sandbox(t, c.config.sandbox), tokenizer=None)
+    [traj] = rollout([task], c.base, policy, make_sandbox=lambda t: make_sandbox(t, c.config.sandbox),
+                     tokenizer=policy.tokenizer)
     seconds = time.monotonic() - started
-    if not native and traj.reward != 1.0:
+    if traj.reward != 1.0:
         raise ValueError(f"oracle episode on {task.name} under {c.config.harness}: status {traj.status}, "
                          f"reward {traj.reward} ({traj.error or 'the harness cannot play the solution'})")
     plan = make_plan(c.config, c.splits["train"], c.splits["dev"], c.splits["test"],
@@ -200,10 +201,19 @@ def check_estimate(c: Context) -> str:
     count = (f"at most {trials} trials x {plan.dev_tasks} evolve tasks, {gepa} GEPA episodes, {decisions} promotion "
              f"decisions x 2 x {c.config.splits.promotion} tasks, {pairs} final pairs x ({plan.test_tasks} test + "
              f"{c.splits['test']} held-out), x {plan.samples} sample(s) = {episodes} episodes")
-    if native:
-        return f"{count} (a native agent: no oracle plays its format, so they are counted, not timed)"
     return (f"one oracle episode ({task.name}) took {seconds:.1f}s; {count} ~ {_duration(episodes * seconds)} serial "
             "at oracle speed (model generation and training not included)")
+
+
+def oracle_tokenizer(c: Context):
+    """The config's model's tokenizer, or else a small one trained on the tasks (no model is built here)."""
+    if c.config.model is not None and (Path(c.config.model) / "config.json").is_file():
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(c.config.model))
+    from coevo.train.model import corpus, train_tokenizer, wrap_tokenizer
+
+    return wrap_tokenizer(train_tokenizer(corpus(c.config.tasks, None, [c.base])))
 
 
 def _duration(seconds: float) -> str:

@@ -73,6 +73,7 @@ def corpus(tasks_dir: Path, prompts_dir: Path | None = None, harnesses: list | N
     """
     from coevo.harness import render_action
     from coevo.harness.prompts import instance_prompt, system_prompt
+    from coevo.native.spec import is_native
     from coevo.policy.scripted import solution_commands
 
     solved = []
@@ -86,9 +87,12 @@ def corpus(tasks_dir: Path, prompts_dir: Path | None = None, harnesses: list | N
     for _, _, commands in solved:
         yield from ["\n".join(commands)] * SOLUTION_WEIGHT
     for harness in harnesses or []:
-        yield from [system_prompt(harness), render_action(harness, [], submit=True)] * max(1, len(solved))
+        native = is_native(harness)  # it renders its messages itself: its templates are learnt as written
+        opening = harness.rendered_prompts() if native else system_prompt(harness)
+        yield from [opening, render_action(harness, [], submit=True)] * max(1, len(solved))
         for name, instruction, commands in solved:
-            yield instance_prompt(harness, instruction, name, None)
+            if not native:
+                yield instance_prompt(harness, instruction, name, None)
             yield from [render_action(harness, commands, submit=False)] * SOLUTION_WEIGHT
     if prompts_dir is not None and prompts_dir.is_dir():
         yield from (p.read_text(errors="replace") for p in _text_files(prompts_dir))
@@ -156,15 +160,16 @@ def model_config(tokenizer, hidden: int = 128, layers: int = 4):
 
 
 def build_tiny_model(out: Path, tasks_dir: Path, seed: int = 0, prompts_dir: Path | None = REPO_PROMPTS,
-                     harnesses_dir: Path | None = REPO_HARNESSES) -> Path:
+                     harnesses_dir: Path | None = REPO_HARNESSES, extra_harnesses: tuple = ()) -> Path:
     """Train the tokenizer, initialise the model from `seed`, save both to `out` (a HF folder).
 
-    The vocabulary comes from `tasks_dir`, the templates in `prompts_dir` and the harnesses in
-    `harnesses_dir` (by default the repository's; None leaves them out)."""
+    The vocabulary comes from `tasks_dir`, the templates in `prompts_dir`, the harnesses in
+    `harnesses_dir` (by default the repository's; None leaves them out) and `extra_harnesses` (a search's
+    base harness from elsewhere, e.g. a native agent's)."""
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
-    texts = corpus(Path(tasks_dir), prompts_dir, load_harnesses(harnesses_dir))
+    texts = corpus(Path(tasks_dir), prompts_dir, [*load_harnesses(harnesses_dir), *extra_harnesses])
     tokenizer = wrap_tokenizer(train_tokenizer(texts))
     torch.manual_seed(seed)
     config = model_config(tokenizer)
