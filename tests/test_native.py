@@ -151,3 +151,20 @@ def test_coevo_eval_runs_a_native_harness(model_dir, tmp_path):
     assert summary["overall"]["statuses"] == {"turn_limit": 2}, "the untrained model cannot submit in one step"
     segments = [json.loads(line) for line in out.read_text().splitlines()]
     assert {s["task"] for s in segments} == {"one", "two"} and all(s["completion_ids"] for s in segments)
+
+
+def test_the_oracle_writes_the_agents_format_or_says_why_it_cannot(harness):
+    """mini-swe-agent's own fence first; another fence when the action_regex reads only that; a regex that
+    reads no fenced block is an error naming it."""
+    import re
+
+    from coevo.harness import render_action
+
+    act = render_action(harness, ["echo 1 > /app/a"], submit=False)
+    assert re.findall(harness.model_settings.get("action_regex", r"```mswea_bash_command\s*\n(.*?)\n```"), act,
+                      re.DOTALL) == ["echo 1 > /app/a"]
+    assert render_action(harness, [], submit=True).endswith(f"```mswea_bash_command\n{SUBMIT}\n```")
+    bash_only = harness.with_overrides({"model_settings.action_regex": r"```bash\n(.*?)\n```"})
+    assert "```bash\necho 1 > /app/a\n```" in render_action(bash_only, ["echo 1 > /app/a"], submit=False)
+    with pytest.raises(ValueError, match=r"action_regex '<act>\(\.\*\?\)</act>' reads none of the fenced blocks"):
+        render_action(harness.with_overrides({"model_settings.action_regex": "<act>(.*?)</act>"}), ["ls"], submit=False)
