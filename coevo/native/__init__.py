@@ -2,9 +2,11 @@
 
     spec.py   the harness YAML of `kind: native`: which agent, its own config file, and the sections of
               that config as dotted, searchable fields (agent.step_limit, agent.system_template, ...)
-    mini.py   mini-swe-agent: an Environment that runs its commands in a coevo Sandbox, and one episode
+    mini.py   mini-swe-agent: an Environment that runs its commands in a coevo Sandbox, one episode, and
+              the replies the oracle writes in its format
     run.py    episodes of native agents against a `coevo serve` endpoint: each through its own session
-              URL, verified by the task's tests, recorded as coevo Trajectories
+              URL, verified by the task's tests, recorded as coevo Trajectories; `rollout_native`, which
+              `coevo.rollout.rollout` hands a native harness to, serves the policy for them in-process
 
 The agent talks to the model only through the session URL, so its episodes are the same token-in/
 token-out record as coevo's own loop writes, whatever the agent does to its prompts.

@@ -56,6 +56,10 @@ def rollout(
     At most `max_active` episodes run at once (in lockstep); more run in waves. All sandboxes run as one
     non-root uid, whose process limit (RLIMIT_NPROC, per uid) they share: a few hundred open sandboxes
     would leave their commands unable to fork.
+
+    A native agent's harness (kind: native) runs its own loop instead: `policy` (it needs a tokenizer) is
+    served in-process for the episodes (coevo.native.run.rollout_native), and an episode may come back
+    as several token records (`Trajectory.segment`); `on_done` gets each episode's first.
     """
     if make_sandbox is None:
         from coevo.sandbox import make_sandbox as _make_sandbox
