@@ -107,10 +107,16 @@ def apply_overrides(data: dict, overrides: dict[str, Any], model: type[BaseModel
     return data
 
 
-def get_dotted(data: dict, path: str) -> Any:
-    """The value at a dotted path of dumped data (KeyError naming the missing part)."""
+_REQUIRED = object()
+
+
+def get_dotted(data: dict, path: str, default: Any = _REQUIRED) -> Any:
+    """The value at a dotted path of dumped data: KeyError naming the missing part, or `default` when given
+    (a native agent's setting that its config file leaves to a class default is in no dump)."""
     node: Any = data
     for part in path.split("."):
+        if default is not _REQUIRED and (not isinstance(node, dict) or part not in node):
+            return default
         node = node[part]
     return node
 

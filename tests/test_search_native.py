@@ -24,8 +24,11 @@ def write(path: Path, text: str) -> Path:
 
 
 def native_config(tmp_path: Path, suite: Path, **fields) -> Path:
+    # action_regex: a setting the agent's config file leaves to its class default (in no dump of the harness)
     (tmp_path / "space.yaml").write_text("agent_settings.step_limit: {type: int, low: 2, high: 3}\n"
-                                         "environment_settings.timeout: {type: categorical, choices: [10, 30]}\n")
+                                         "environment_settings.timeout: {type: categorical, choices: [10, 30]}\n"
+                                         "model_settings.action_regex: {type: categorical, choices: "
+                                         "['```mswea_bash_command\\s*\\n(.*?)\\n```', '```bash\\n(.*?)\\n```']}\n")
     config = {"name": "native", "tasks": str(suite), "harness": str(ROOT / "harnesses/native/mini_swe_agent.yaml"),
               "space": str(tmp_path / "space.yaml"), "runs_dir": str(tmp_path / "runs"),
               "schedule": "w0 -> h -> w", "arms": False, "objective": "mean_reward",
@@ -59,7 +62,8 @@ def test_a_native_agent_is_searched_trained_and_exported(tmp_path, suite):
     study = optuna.load_study(study_name="native.h1", storage=f"sqlite:///{config.run_dir / 'optuna.db'}")
     # w0's robustness pair (the variant it also taught) opens the study, then the 2 trials of the plan
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
-    assert all(set(t.params) == {"agent_settings.step_limit", "environment_settings.timeout"} for t in study.trials)
+    assert all(set(t.params) == {"agent_settings.step_limit", "environment_settings.timeout",
+                                 "model_settings.action_regex"} for t in study.trials)
     base = load_harness(config.harness).with_overrides(config.overrides)
     assert state.baseline.fingerprint == fingerprint(base)  # the agent's effective config, hashed
     client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")

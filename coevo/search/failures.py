@@ -73,7 +73,7 @@ def focused_trials(space, harness, failures: dict[str, int], limit: int) -> list
     if target is None or limit < 1:
         return []
     params = {p.path: p for p in space.harness_params}
-    here = {path: get_dotted(harness.model_dump(mode="json"), path) for path in params}
+    here = {path: get_dotted(harness.model_dump(mode="json"), path, None) for path in params}
     out = []
     for path in (d for d in FOCUS[target] if d in params):
         for value in _alternatives(params[path], here[path]):

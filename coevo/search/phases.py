@@ -105,7 +105,7 @@ def robustness(ctx: RunContext, name: str, run_id: str, variants: list[dict]) ->
     if not pairs:
         return
     base, dumped = ledger.state.baseline, ctx.inputs.base.model_dump(mode="json")
-    rows = [("base", base), *((describe({k: v for k, v in p.overrides.items() if get_dotted(dumped, k) != v}), p)
+    rows = [("base", base), *((describe({k: v for k, v in p.overrides.items() if get_dotted(dumped, k, None) != v}), p)
                               for p in pairs)]
     lines = ["| harness | evolve pass@1 [95% CI] | objective |", "|---|---|---|"]
     for i, (label, pair) in enumerate(rows):
