@@ -125,10 +125,18 @@ class SearchSpace:
         return out
 
 
+SHORT = 32
+"""Characters of a long text value that `describe` shows."""
+
+
 def describe(values: dict[str, Any]) -> str:
-    """Harness overrides in a line: the last part of each path, template names without `.j2`."""
+    """Harness overrides in a line: the last part of each path, template names without `.j2`, and a long
+    text (a native agent's template) as its first line, cut at SHORT characters."""
     def short(v):
-        return v.removesuffix(".j2") if isinstance(v, str) else v
+        if not isinstance(v, str):
+            return v
+        text = v.removesuffix(".j2").strip().splitlines()[0] if v.strip() else v
+        return repr(text[:SHORT] + "…") if len(text) > SHORT or "\n" in v.strip() else text
 
     return ", ".join(f"{k.rsplit('.', 2)[-2] if k.endswith('.enabled') else k.rsplit('.', 1)[-1]}={short(v)}"
                      for k, v in values.items()) or "base"
