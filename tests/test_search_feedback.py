@@ -30,6 +30,12 @@ def test_failures_focus_the_h_phase_and_importances_are_logged(suite, tmp_path):
     assert set(state.importances["h1"]) <= {"templates.system", "action_format.kind", "limits.max_turns",
                                             "recovery.format_error_feedback", "recovery.max_format_retries"}
     assert abs(sum(state.importances["h1"].values()) - 1.0) < 1e-6
+    # A trial keeps its evaluation's clusters and fingerprint (harness_phase.pair_of reads them back), so that
+    # an incumbent promoted from a trial focuses the next h-phase: it once came out of the study with none.
+    from coevo.search.failures import CAUSES
+
+    for trial in (t for t in study.trials if t.state.name == "COMPLETE"):
+        assert set(trial.user_attrs["failures"]) == set(CAUSES) and len(trial.user_attrs["fingerprint"]) == 16
 
     client = MlflowClient(f"sqlite:///{config.run_dir / 'mlflow.db'}")
     phase = client.get_run(state.phase_runs["h1"])

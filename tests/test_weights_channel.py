@@ -76,6 +76,13 @@ def test_harvest_sorts_real_episodes_and_self_sft_trains_on_their_tokens(tiny, t
         assert match and row["assistant_masks"] == [0] * len(match[0].prompt_ids) + match[0].completion_mask
     assert all(0 < sum(r["assistant_masks"]) < len(r["input_ids"]) for r in got.rows)
 
+    # A served agent's episode in two token records (segment 1 continues segment 0): one episode, and a
+    # success trains on both records.
+    first = next(t for t in trajectories if t.task == "frontier" and t.reward == 1.0)
+    split = [t for t in trajectories if t is not first] + [first, first.model_copy(update={"segment": 1})]
+    again = harvest(split, fingerprint(h), lambda t: reward_of(t, "binary"), gap_weight=2)
+    assert again.episodes == got.episodes == 9 and len(again.rows) == len(got.rows) + 1
+
     other = harvest(trajectories, fingerprint(harness(**{"templates.system": "system_terse.j2"})),
                     lambda t: reward_of(t, "binary"))
     assert other.rows == [] and other.dropped["fingerprint"] == 5  # successes of another harness: not ours

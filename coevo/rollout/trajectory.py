@@ -87,26 +87,32 @@ class Trajectory(BaseModel):
         return [t for t, m in zip(self.completion_ids, self.completion_mask) if m]
 
 
-def episodes(trajectories: Iterable[Trajectory]) -> list[Trajectory]:
-    """One record per episode, for summaries (pass@1 counts episodes, not token records): a later segment
-    (segment > 0) is folded into a copy of its episode's record (turns, tokens and drift added up, the last
-    chat kept). Train on the segments themselves: their tokens are not contiguous."""
-    out: list[Trajectory] = []
-    latest: dict[tuple[str, int], int] = {}
-    copied: set[int] = set()
+def grouped(trajectories: Iterable[Trajectory]) -> list[list[Trajectory]]:
+    """The records of each episode, in order: a record with segment > 0 continues the latest episode of its
+    task and sample (a served agent that re-rendered its chat); every other record starts one."""
+    out: list[list[Trajectory]] = []
+    latest: dict[tuple[str, int], list[Trajectory]] = {}
     for t in trajectories:
         key = (t.task, t.sample)
         if t.segment == 0 or key not in latest:
-            latest[key] = len(out)
-            out.append(t)
-            continue
-        i = latest[key]
-        if i not in copied:
-            out[i] = out[i].model_copy(deep=True)
-            copied.add(i)
-        head = out[i]
-        head.turns, head.tokens = head.turns + t.turns, head.tokens + t.tokens
-        head.drift, head.messages = (head.drift or 0) + (t.drift or 0), t.messages
+            latest[key] = []
+            out.append(latest[key])
+        latest[key].append(t)
+    return out
+
+
+def episodes(trajectories: Iterable[Trajectory]) -> list[Trajectory]:
+    """One record per episode, for summaries (pass@1 counts episodes, not token records): later segments
+    are folded into a copy of the first (turns, tokens and drift added up, the last chat kept). Train on the
+    segments themselves: their tokens are not contiguous."""
+    out = []
+    for first, *rest in grouped(trajectories):
+        if rest:
+            first = first.model_copy(deep=True)
+            for t in rest:
+                first.turns, first.tokens = first.turns + t.turns, first.tokens + t.tokens
+                first.drift, first.messages = (first.drift or 0) + (t.drift or 0), t.messages
+        out.append(first)
     return out
 
 

@@ -118,8 +118,8 @@ class HarnessObjective:
             ctx.log(f"{label}: failed, scored 0: {cause[:300]}")
             return 0.0
         for key, value in {"per_task": pair.per_task, "pass_at_1": pair.pass_at_1, "ci_low": pair.ci_low,
-                           "ci_high": pair.ci_high, "mlflow_run": pair.mlflow_run,
-                           "episodes": report.overall.episodes}.items():
+                           "ci_high": pair.ci_high, "mlflow_run": pair.mlflow_run, "failures": pair.failures,
+                           "fingerprint": pair.fingerprint, "episodes": report.overall.episodes}.items():
             trial.set_user_attr(key, value)
         ctx.log(f"{label}: dev {pair.brief()}")
         return pair.score
@@ -140,8 +140,8 @@ def seed_pool(ctx: RunContext, study) -> int:
             study.add_trial(optuna.trial.create_trial(
                 params=params, distributions=dists, value=pair.score,
                 user_attrs={"per_task": pair.per_task, "pass_at_1": pair.pass_at_1, "ci_low": pair.ci_low,
-                            "ci_high": pair.ci_high,
-                            "mlflow_run": pair.mlflow_run, "source": pair.source, "episodes": 0}))
+                            "ci_high": pair.ci_high, "mlflow_run": pair.mlflow_run, "failures": pair.failures,
+                            "fingerprint": pair.fingerprint, "source": pair.source, "episodes": 0}))
             added += 1
         except ValueError as e:  # a value outside this space's ranges: just not seeded
             ctx.log(f"not seeding {pair.source}: {e}")
@@ -157,4 +157,5 @@ def pair_of(trial, ctx: RunContext, phase: str, start: Pair | None = None) -> Pa
                 generation=start.generation, source=attrs.get("source", f"{phase} #{trial.number}"),
                 score=trial.value, pass_at_1=attrs.get("pass_at_1", 0.0), ci_low=attrs.get("ci_low", 0.0),
                 ci_high=attrs.get("ci_high", 0.0), per_task=attrs.get("per_task", {}),
-                mlflow_run=attrs.get("mlflow_run"), trial=trial.number)
+                mlflow_run=attrs.get("mlflow_run"), failures=attrs.get("failures", {}),
+                fingerprint=attrs.get("fingerprint", ""), trial=trial.number)

@@ -50,29 +50,35 @@ class Harvest:
 
 
 def harvest(trajectories: list, fingerprint: str, reward_of, gap_weight: int = 2) -> Harvest:
-    """Sort `trajectories` (k per task, any order) into a Harvest; `reward_of(t)` is the training reward."""
-    by_task: dict[str, list] = defaultdict(list)
-    for t in trajectories:
-        by_task[t.task].append(t)
-    out, dropped = Harvest(episodes=len(trajectories)), Counter()
+    """Sort `trajectories` (k episodes per task, any order) into a Harvest; `reward_of(t)` is the training
+    reward. A served agent's episode may be several token records (segments, sharing its outcome): it is
+    counted once, and a success is trained on as all of them."""
+    from coevo.rollout.trajectory import grouped
+
+    by_task: dict[str, list[list]] = defaultdict(list)
+    for segments in grouped(trajectories):  # [0] carries the episode's outcome
+        by_task[segments[0].task].append(segments)
+    out, dropped = Harvest(), Counter()
     for task, episodes in by_task.items():
-        rewards = [r for r in map(reward_of, episodes) if r is not None]
+        out.episodes += len(episodes)
+        rewards = [r for r in (reward_of(segments[0]) for segments in episodes) if r is not None]
         if rewards and min(rewards) < max(rewards):
             out.frontier.append(task)
-        wins = [t for t in episodes if passed(t)]
+        wins = [segments for segments in episodes if passed(segments[0])]
         (out.solved_every if len(wins) == len(episodes) else out.never if not wins else []).append(task)
         dropped["failed"] += len(episodes) - len(wins)
         usable = []
-        for t in wins:
-            why = ("fingerprint" if t.harness_fingerprint != fingerprint
-                   else "not_submitted" if t.status != "submitted" else "no_tokens" if not t.prompt_ids else None)
+        for segments in wins:
+            t = segments[0]
+            why = ("fingerprint" if t.harness_fingerprint != fingerprint else "not_submitted"
+                   if t.status != "submitted" else "no_tokens" if not all(s.prompt_ids for s in segments) else None)
             if why:
                 dropped[why] += 1
             else:
-                usable.append(t)
+                usable.append(segments)
         copies = 1 if len(wins) == len(episodes) else gap_weight
         dropped["beyond_gap_weight"] += max(0, len(usable) - copies)
-        out.rows += [token_row(t) for t in usable[:copies]]
+        out.rows += [token_row(s) for segments in usable[:copies] for s in segments]
     out.dropped = dict(dropped)
     return out
 
