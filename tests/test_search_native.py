@@ -101,6 +101,11 @@ def test_a_native_search_config_is_checked_before_it_runs(tmp_path, suite):
     with pytest.raises(SearchError, match="GEPA evolves coevo's own template files"):
         load_inputs(load_config(native_config(tmp_path, suite, space=str(write(tmp_path / "gepa.yaml", (
             "agent_settings.system_template: {evolve: gepa, budget: 4}\n"))))))
+    # `coevo check` times an oracle episode played through the agent's own loop, in its format.
+    check = subprocess.run([sys.executable, "-m", "coevo.cli", "check", str(native_config(tmp_path, suite))],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
+    assert "one oracle episode" in " ".join(check.stdout.split())
     # The shipped space: a setting the config file leaves to its class's default (action_regex) is valid too.
     shipped = load_inputs(load_config(native_config(tmp_path, suite, space=str(ROOT / "search_spaces/mini_swe_agent.yaml"))))
     assert "model_settings.action_regex" in [p.path for p in shipped.space.params]
