@@ -58,7 +58,8 @@ def harness_budget(ctx: RunContext) -> int:
 
 
 def weights_budget(ctx: RunContext) -> int:
-    """GRPO steps (train.mode rl), or harvest + SFT rounds (sft, auto): what the run's w-phases spent."""
+    """GRPO steps (train.mode rl), or rounds of a harvest and its training (sft, auto): what the run's
+    w-phases spent."""
     from coevo.search.weights import grpo_spec
 
     w_phases = sum(p.startswith("w") and p != "w0" for p in ctx.inputs.phases)
@@ -102,7 +103,9 @@ def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
         return baseline, 0
     rl = grpo_spec(ctx, {}).mode == "rl"
     if not rl:
-        ctx.ledger.state.budgets[WEIGHTS_ARM] = {"unit": "harvest + SFT rounds from generation 0 under the base harness"}
+        # sft: a harvest and self-SFT; auto: a harvest, then GRPO on its frontier or self-SFT on its successes
+        what = "harvest + SFT" if grpo_spec(ctx, {}).mode == "sft" else "harvest + GRPO-or-SFT"
+        ctx.ledger.state.budgets[WEIGHTS_ARM] = {"unit": f"{what} rounds from generation 0 under the base harness"}
     ckpt = baseline.checkpoint
     for i in range(1 if rl else budget):
         step = ctx.ledger.step(f"arm weights round {i}")
