@@ -206,3 +206,19 @@ def test_an_enqueued_trial_is_claimed_by_exactly_one_worker_on_sqlite(tmp_path):
     # sqlite ignores SELECT ... FOR UPDATE: before the claim was one conditional UPDATE, every round here
     # had several winners, and in a run two workers ran one focused trial (the second could not tell it).
     assert claim_race(f"sqlite:///{tmp_path / 'optuna.db'}") == [1] * 10
+
+
+def test_a_run_that_stops_on_an_error_keeps_its_traceback_and_says_how_to_resume(tmp_path):
+    from coevo.search.cli import crash_report
+
+    def robustness_table():
+        return {"agent_settings": {}}["model_settings"]  # the KeyError a native search once stopped on
+
+    try:
+        robustness_table()
+    except KeyError as e:
+        message = crash_report(e, tmp_path / "runs" / "native")
+    log = (tmp_path / "runs" / "native" / "crash.log").read_text()
+    assert log.startswith("Traceback") and "robustness_table" in log and "KeyError: 'model_settings'" in log
+    assert message.startswith("the search stopped: KeyError: 'model_settings'")
+    assert f"coevo search --resume {tmp_path / 'runs' / 'native'}" in message and str(tmp_path / "runs") in message

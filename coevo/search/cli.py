@@ -17,6 +17,21 @@ def fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def crash_report(error: BaseException, run_dir: Path) -> str:
+    """What a run that stopped on an error says: the cause, that its finished work is kept, how to continue,
+    and where the traceback went (RUN/crash.log)."""
+    import traceback
+
+    from coevo.errors import CoevoError
+
+    log = Path(run_dir) / "crash.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("".join(traceback.format_exception(error)))
+    cause = str(error) if isinstance(error, CoevoError) else f"{type(error).__name__}: {error}"
+    return (f"the search stopped: {cause}\n  finished phases, trials and checkpoints are kept in {run_dir}; "
+            f"once the cause is fixed, continue with: coevo search --resume {run_dir}\n  traceback: {log}")
+
+
 def search(
     config: Annotated[Path | None, typer.Argument(help="Search config YAML (e.g. search_spaces/quickstart.yaml).")
                       ] = None,
@@ -75,7 +90,11 @@ def search(
             print(f"worker done: ran {ran} trial(s) of {cfg.run_dir}")
             return
         with owner_lock(cfg.run_dir):
-            state = Search(cfg, resume=resume is not None).run()
+            search_run = Search(cfg, resume=resume is not None)
+            try:
+                state = search_run.run()
+            except Exception as e:  # noqa: BLE001 - mid-run, any cause: keep the traceback, say how to go on
+                fail(crash_report(e, cfg.run_dir))
     except (CoevoError, ValueError, OSError) as e:
         fail(str(e))
     print(f"\nrun folder: {cfg.run_dir}\n  compare variants: coevo compare {cfg.run_dir}\n  browse in MLflow: "
