@@ -143,6 +143,10 @@ class HarnessSpec(_Section):
     def prompts_path(self) -> Path:
         return self.prompts_dir or DEFAULT_PROMPTS_DIR
 
+    def episode_token_bound(self) -> int:
+        """The longest token buffer an episode can reach (what dr_grpo's normaliser reads)."""
+        return self.limits.max_episode_tokens + self.limits.max_tokens_per_turn
+
     def to_yaml(self) -> str:
         """The harness as YAML that `load_harness` reads back (prompts_dir made absolute)."""
         data = self.model_dump(mode="json")

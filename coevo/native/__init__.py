@@ -37,17 +37,12 @@ AGENTS = {"mini-swe-agent": NativeAgent(
 
 
 def imported(dotted: str):
-    """The object a "module.name" string names, the agents' packages silenced first."""
-    from importlib import import_module
-
-    quiet_agents()
-    module, _, name = dotted.rpartition(".")
-    return getattr(import_module(module), name)
-
-
-def quiet_agents() -> None:
-    """mini-swe-agent greets on import and litellm fetches a price list: neither has a use here (no network)."""
+    """The object a "module.name" string names. mini-swe-agent greets on import and litellm fetches a price
+    list: neither has a use here (no network), so both are silenced first."""
     import os
+    from importlib import import_module
 
     os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    module, _, name = dotted.rpartition(".")
+    return getattr(import_module(module), name)

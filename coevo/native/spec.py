@@ -98,9 +98,9 @@ class NativeHarness(BaseModel):
 
         return imported(AGENTS[self.agent].render_action)(self, commands, submit)
 
-    def max_episode_tokens(self) -> int:
-        """A bound on an episode's token record, for the one place that needs one (dr_grpo's normaliser):
-        each step's reply and an observation of at most OBSERVATION_TOKENS; an unlimited agent
+    def episode_token_bound(self) -> int:
+        """The longest token record an episode can leave (what dr_grpo's normaliser reads): each step's
+        reply and an observation of at most OBSERVATION_TOKENS; an unlimited agent
         (step_limit 0) gets UNLIMITED_EPISODE_TOKENS."""
         steps = int(self.agent_settings.get("step_limit") or 0)
         return steps * (self.decoding.max_tokens + OBSERVATION_TOKENS) if steps > 0 else UNLIMITED_EPISODE_TOKENS

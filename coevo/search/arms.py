@@ -101,10 +101,11 @@ def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
     config, baseline, budget = ctx.inputs.config, ctx.ledger.state.baseline, weights_budget(ctx)
     if budget == 0:  # the run trained no weights: neither does its arm
         return baseline, 0
-    rl = grpo_spec(ctx, {}).mode == "rl"
+    mode = grpo_spec(ctx, {}).mode
+    rl = mode == "rl"
     if not rl:
         # sft: a harvest and self-SFT; auto: a harvest, then GRPO on its frontier or self-SFT on its successes
-        what = "harvest + SFT" if grpo_spec(ctx, {}).mode == "sft" else "harvest + GRPO-or-SFT"
+        what = "harvest + SFT" if mode == "sft" else "harvest + GRPO-or-SFT"
         ctx.ledger.state.budgets[WEIGHTS_ARM] = {"unit": f"{what} rounds from generation 0 under the base harness"}
     ckpt = baseline.checkpoint
     for i in range(1 if rl else budget):

@@ -40,11 +40,10 @@ def start_model(ctx: RunContext) -> Path:
 
         ctx.log(f"building the tiny model in {folder}")
         base = ctx.inputs.base
-        if is_native(base):  # the agent's own templates and action format join the vocabulary's corpus
-            build_tiny_model(folder, config.tasks, seed=config.seed, prompts_dir=None, extra_harnesses=(base,))
-        else:
-            prompts = base.prompts_path
-            build_tiny_model(folder, config.tasks, seed=config.seed, prompts_dir=prompts if prompts.is_dir() else None)
+        native = is_native(base)  # its own templates and action format join the vocabulary's corpus instead
+        prompts = None if native else base.prompts_path
+        build_tiny_model(folder, config.tasks, seed=config.seed, prompts_dir=prompts if prompts and prompts.is_dir()
+                         else None, extra_harnesses=(base,) if native else ())
     return folder
 
 

@@ -135,8 +135,10 @@ def describe(values: dict[str, Any]) -> str:
     def short(v):
         if not isinstance(v, str):
             return v
-        text = v.removesuffix(".j2").strip().splitlines()[0] if v.strip() else v
-        return repr(text[:SHORT] + "…") if len(text) > SHORT or "\n" in v.strip() else text
+        text = v.strip()
+        if len(text) <= SHORT and "\n" not in text:
+            return v.removesuffix(".j2")
+        return repr(text.splitlines()[0][:SHORT] + "…")
 
     return ", ".join(f"{k.rsplit('.', 2)[-2] if k.endswith('.enabled') else k.rsplit('.', 1)[-1]}={short(v)}"
                      for k, v in values.items()) or "base"

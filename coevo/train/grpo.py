@@ -204,7 +204,6 @@ def grpo_config(spec: GRPOSpec, harness, out_dir: Path, device: str = "cpu"):
 
     from trl import GRPOConfig
 
-    from coevo.native.spec import is_native
     from coevo.train.checkpoint import STAGING
 
     micro = spec.micro_batch_size or spec.batch_size
@@ -224,8 +223,7 @@ def grpo_config(spec: GRPOSpec, harness, out_dir: Path, device: str = "cpu"):
         "off_policy_mask_threshold": spec.off_policy_mask_threshold,
         "temperature": harness.decoding.temperature, "top_p": harness.decoding.top_p,
         # Only dr_grpo's normaliser reads it: the longest buffer an episode can reach.
-        "max_completion_length": harness.max_episode_tokens() if is_native(harness)
-        else harness.limits.max_episode_tokens + harness.limits.max_tokens_per_turn,
+        "max_completion_length": harness.episode_token_bound(),
         "seed": spec.seed, "use_cpu": device == "cpu", "bf16": False, "fp16": False,
         "activation_checkpointing": False,
         "save_strategy": "steps", "save_steps": spec.save_steps, "save_total_limit": None, "logging_steps": 1,
