@@ -99,6 +99,10 @@ class Completion:
     """One rollout log-probability per sampled token."""
     finish_reason: str = "stop"
     """"stop" (end of turn) or "length" (hit max_tokens)."""
+    seconds: float | None = field(default=None, compare=False)
+    """This completion's own share of the generate call's compute, where the policy can tell (a batched local
+    model: its prefill and its share of each decoding step it took part in); None: the rollout splits the
+    call's time evenly. What `limits.wall_time_s` charges an episode for generation."""
 
 
 class Policy(Protocol):

@@ -238,6 +238,26 @@ def test_the_tiny_model_samples_into_the_buffer(make_task, tmp_path):
         assert t.status in ("turn_limit", "format_errors", "submitted") and t.drift is not None
 
 
+def test_a_slow_neighbour_does_not_time_out_a_fast_episode(make_task, tmp_path):
+    """limits.wall_time_s counts an episode's own time. The slow task's sandbox start sleeps 3 s; the
+    episodes run in lockstep, so the fast one waits that long before its first turn, but the wait is not
+    its time: only the slow one times out. The real tiny model generates; each episode is charged its own
+    share of each batched call, which is less than the call."""
+    from coevo.policy.hf import HFPolicy
+    from coevo.train.model import build_tiny_model
+
+    policy = HFPolicy(build_tiny_model(tmp_path / "m", tmp_path, prompts_dir=REPO / "prompts"), device="cpu")
+    h = harness(**{"initial_observation": "sleep $(cat /app/delay.txt); echo ready", "limits.wall_time_s": 2.0,
+                   "limits.max_turns": 2, "limits.max_tokens_per_turn": 8, "recovery.max_format_retries": 3})
+    fast, slow = (load_task(make_task(n, files={"environment/app/delay.txt": d})) for n, d in (("fast", "0"),
+                                                                                              ("slow", "3")))
+    by_task = {t.task: t for t in rollout([fast, slow], h, policy, seed=1)}
+    assert by_task["slow"].status == "timeout" and "own time" in by_task["slow"].error
+    assert by_task["fast"].status != "timeout" and by_task["fast"].turns == 2, by_task["fast"].error
+    assert by_task["fast"].timing["start"] < 1.5 <= by_task["slow"].timing["start"]
+    assert 0 < by_task["fast"].timing["generate"]
+
+
 # -- files and `coevo show` ------------------------------------------------------------------------
 def test_jsonl_round_trip_and_show(task, tokenizer, tmp_path):
     from typer.testing import CliRunner

@@ -72,7 +72,7 @@ def test_a_rollout_through_a_session_is_what_the_session_recorded(model_dir, ser
     policy = token_policy(model_dir, server[0].url + "/sessions/rollout-0/v1")
     [episode] = rollout([load_task(make_task())], harness, policy, seed=0)
     segments = server[1].sessions.pop("rollout-0")
-    assert episode.turns >= 2 and len(segments) == 1, [s.drift for s in segments]
+    assert episode.turns >= 2 and len(segments) == 1, (episode.status, episode.error, episode.steps, [s.drift for s in segments])
     [recorded] = segments
     assert recorded.prompt_ids == episode.prompt_ids
     n = len(recorded.completion_ids)  # the rollout adds the last observation after its last call

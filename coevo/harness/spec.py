@@ -103,7 +103,10 @@ class Limits(_Section):
     max_context_tokens: int = Field(2048, ge=1)
     """Episode ends with 'context_exceeded' when prompt plus max_tokens_per_turn would pass this."""
     wall_time_s: float = Field(300.0, gt=0)
-    """Episode ends with 'timeout' when it has run this long (checked between turns)."""
+    """Episode ends with 'timeout' when its own time passes this (checked between turns). Its own time is
+    what the episode itself spent: starting its sandbox, its commands, and its share of generation (a
+    batched local model reports each row's prefill and its share of every decoding step it took part in;
+    other policies split each call evenly). Waiting for other episodes of the batch is not counted."""
     command_timeout_s: float = Field(20.0, gt=0)
     """A single command is killed after this many seconds."""
 

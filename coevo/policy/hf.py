@@ -4,10 +4,15 @@ Logprobs: for each sampled token, `log_softmax(raw_logits / temperature)` at tha
 temperature-scaled distribution WITHOUT top-p truncation, which is what a training forward computes
 (TRL's GRPO divides the logits by its `temperature` too), so at top_p=1 the two agree up to numerics.
 With top_p<1 the tokens are still drawn from the truncated distribution; only the logprob ignores it.
+
+Decoding keeps each episode's KV states across its turns (coevo.policy.kv) where the model's attention
+allows; `kv_cache=False` gives transformers' own `generate` instead, re-prefilling the whole history every
+call (what coevo did before; benchmarks/policy.py measures the two side by side).
 """
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +22,8 @@ from coevo import Completion, GenerationRequest, SamplingParams
 DTYPES = ("float32", "bfloat16")
 STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
 """A turn ends on either; the one that ended it stays in the completion (the token buffer needs it)."""
+KV_CACHE_MB = int(os.environ.get("COEVO_KV_CACHE_MB", "4096"))
+"""Memory for KV states kept between calls; the least recently used go first."""
 
 
 def stop_token_ids(tokenizer) -> list[int]:
@@ -25,9 +32,11 @@ def stop_token_ids(tokenizer) -> list[int]:
 
 
 class HFPolicy:
-    def __init__(self, model: str | Path, device: str = "auto", dtype: str = "float32"):
+    def __init__(self, model: str | Path, device: str = "auto", dtype: str = "float32", kv_cache: bool = True):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+        from coevo.policy.kv import CachedDecoder
 
         if dtype not in DTYPES:
             raise ValueError(f"policy dtype {dtype!r}: valid are {', '.join(DTYPES)}")
@@ -42,6 +51,16 @@ class HFPolicy:
         # A checkpoint's own defaults (top_k, repetition_penalty, ...) would fill every parameter we leave
         # unset and sample from a distribution the logprobs do not describe: SamplingParams is the whole story.
         self.model.generation_config = GenerationConfig(eos_token_id=self.stop_ids, pad_token_id=self.pad_id)
+        self.decoder = (CachedDecoder(self.model, self.stop_ids, KV_CACHE_MB << 20)
+                        if kv_cache and CachedDecoder.supports(self.model) else None)
+        # New weights (GRPO's sync into this rollout copy) make every kept state stale.
+        self.model.register_load_state_dict_post_hook(lambda *_: self.reset_cache())
+
+    def reset_cache(self) -> None:
+        """Forget the KV states kept between calls: call after changing the weights other than by
+        `load_state_dict` (which does it itself)."""
+        if getattr(self, "decoder", None) is not None:
+            self.decoder.cache.clear()
 
     def __repr__(self) -> str:
         return f"HFPolicy({self.path!r}, device={self.device.type!r})"
@@ -54,8 +73,6 @@ class HFPolicy:
         ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(requests), width), dtype=torch.long)
         for row, r in enumerate(requests):
-            if not r.token_ids:
-                raise ValueError("HFPolicy needs token_ids in every GenerationRequest (got an empty prompt)")
             ids[row, width - len(r.token_ids):] = torch.tensor(r.token_ids)
             mask[row, width - len(r.token_ids):] = 1
         return ids.to(self.device), mask.to(self.device)
@@ -68,6 +85,10 @@ class HFPolicy:
 
         if not requests:
             return []
+        if any(not r.token_ids for r in requests):
+            raise ValueError("HFPolicy needs token_ids in every GenerationRequest (got an empty prompt)")
+        if self.decoder is not None:
+            return self._generate_cached(requests, params, on_step)
         ids, mask = self._batch(requests)
         greedy = params.temperature <= 0
         scale = 1.0 if greedy else params.temperature
@@ -91,6 +112,29 @@ class HFPolicy:
                                 for i, step in enumerate(out.logits)], dim=1)
         return [self._completion(new[i].tolist(), logprobs[i].tolist()) for i in range(len(requests))]
 
+    def _padded(self, prompts: list[list[int]]):
+        import numpy as np
+
+        width = max(len(p) for p in prompts)
+        return np.array([[self.pad_id] * (width - len(p)) + list(p) for p in prompts], dtype=np.int64)
+
+    def _generate_cached(self, requests: list[GenerationRequest], params: SamplingParams,
+                         on_step: Callable | None) -> list[Completion]:
+        import torch
+
+        prompts = [r.token_ids for r in requests]
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            if params.seed is not None:  # as in the generate path, from the same left-padded batch
+                torch.manual_seed(params.seed * 1_000_003 + zlib.crc32(self._padded(prompts).tobytes()))
+            with torch.inference_mode():
+                rows = self.decoder.generate(prompts, params.max_tokens, sampler(params), on_step)
+        out = []
+        for r in rows:
+            c = self._completion(r.tokens, r.logprobs)
+            c.seconds = r.seconds
+            out.append(c)
+        return out
+
     def _completion(self, tokens: list[int], logprobs: list[float]) -> Completion:
         """Cut a row after its first stop token (the rest is padding) and decode the text before it."""
         end = next((i for i, t in enumerate(tokens) if t in self.stop_ids), None)
@@ -99,6 +143,33 @@ class HFPolicy:
             return Completion(text, tokens, logprobs, finish_reason="length")
         text = self.tokenizer.decode(tokens[:end], skip_special_tokens=False)
         return Completion(text, tokens[: end + 1], logprobs[: end + 1], finish_reason="stop")
+
+
+def sampler(params: SamplingParams) -> Callable:
+    """One decoding step's choice for a batch of raw logits, as `generate` makes it: greedy at temperature
+    0, else temperature then top-p (nucleus) sampling; the logprob is of the temperature-scaled distribution
+    without the top-p cut (see the module docstring)."""
+    import torch
+
+    greedy = params.temperature <= 0
+    scale = 1.0 if greedy else params.temperature
+
+    def pick(logits):
+        raw = logits.float()
+        if greedy:
+            tokens = raw.argmax(-1)
+        else:
+            scaled = raw / scale
+            if params.top_p < 1.0:  # transformers' TopPLogitsWarper: drop the tail below 1 - top_p, keep one
+                ordered, order = torch.sort(scaled, descending=False)
+                tail = ordered.softmax(-1).cumsum(-1) <= 1 - params.top_p
+                tail[..., -1] = False
+                scaled = scaled.masked_fill(tail.scatter(-1, order, tail), float("-inf"))
+            tokens = torch.multinomial(scaled.softmax(-1), 1)[:, 0]
+        logprobs = torch.log_softmax(raw / scale, dim=-1).gather(-1, tokens[:, None])[:, 0]
+        return tokens, logprobs
+
+    return pick
 
 
 def step_hooks(on_step: Callable[[list[int], list[float]], None], scale: float) -> dict:

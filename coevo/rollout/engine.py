@@ -125,13 +125,14 @@ class _Run:
             return
         t = time.monotonic()
         completions = _generate(policy, [r for _, r in asking], params)
-        spent = time.monotonic() - t
-        for ep, _ in asking:
-            ep.traj.timing["generate"] = ep.traj.timing.get("generate", 0.0) + spent
+        even = (time.monotonic() - t) / len(asking)
         if isinstance(completions, str):
             for ep, _ in asking:
+                ep.charge_generation(even)
                 ep.end("policy_error", completions)
             return self.finish_ended(active)
+        for (ep, _), c in zip(asking, completions):  # its own share: waiting for the batch is not its time
+            ep.charge_generation(c.seconds if c.seconds is not None else even)
         by_episode = dict(zip((id(ep) for ep, _ in asking), completions))
         self.each([ep for ep, _ in asking], lambda ep: ep.step(by_episode[id(ep)]))
 

@@ -41,6 +41,13 @@ class Episode:
         self.format_streak = self.error_streak = 0
         self.t0 = time.monotonic()
 
+    def own_seconds(self) -> float:
+        """What `limits.wall_time_s` counts: this episode's own time, never its wait for the batch's others."""
+        return sum(self.traj.timing.get(k, 0.0) for k in ("start", "tools", "generate"))
+
+    def charge_generation(self, seconds: float) -> None:
+        self.traj.timing["generate"] = self.traj.timing.get("generate", 0.0) + seconds
+
     @property
     def active(self) -> bool:
         return self.traj.status is None
@@ -81,8 +88,9 @@ class Episode:
     def request(self) -> GenerationRequest:
         """The next prompt; raises EpisodeEnd when a limit says the episode is over."""
         lim, n = self.harness.limits, self.traj.turns
-        if time.monotonic() - self.t0 > lim.wall_time_s:
-            raise EpisodeEnd("timeout", f"the episode ran past limits.wall_time_s={lim.wall_time_s:g}")
+        if self.own_seconds() > lim.wall_time_s:
+            raise EpisodeEnd("timeout", f"the episode's own time ({self.own_seconds():.1f} s: sandbox, commands and "
+                                        f"its share of generation) ran past limits.wall_time_s={lim.wall_time_s:g}")
         if n >= lim.max_turns:
             raise EpisodeEnd("turn_limit", f"{n} turns (limits.max_turns)")
         used = len(self.buffer.ids) if self.buffer else self.traj.tokens

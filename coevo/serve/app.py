@@ -42,6 +42,13 @@ class Served:
     context_length: int
     default_max_tokens: int
 
+    @property
+    def vocab_size(self) -> int:
+        """Ids a prompt may hold: the model's embedding rows, which can outnumber the tokenizer's tokens (the
+        tiny model rounds them up), and the model samples any of them; else the tokenizer's."""
+        config = getattr(getattr(self.engine.policy, "model", None), "config", None)
+        return max(len(self.chat.tokenizer), getattr(config, "vocab_size", 0) or 0)
+
     def check_model(self, name: str) -> None:
         if name != self.model:
             raise APIError(404, f"The model `{name}` does not exist: this server serves `{self.model}`.",
@@ -102,7 +109,7 @@ def prompt_ids(served: Served, prompt) -> list[list[int]]:
     if not prompts:
         raise bad_request("prompt: empty", param="prompt")
     out = [served.chat.encode(p) if isinstance(p, str) else list(p) for p in prompts]
-    vocab = len(served.chat.tokenizer)
+    vocab = served.vocab_size
     for ids in out:
         if not ids:
             raise bad_request("prompt: an empty prompt has nothing to continue", param="prompt")
