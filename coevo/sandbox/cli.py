@@ -42,13 +42,15 @@ def base(
     tag: str = typer.Option("coevo-base:bookworm", help="Tag of the image to build."),
     suite: str = typer.Option("bookworm", help="Debian suite for debootstrap."),
     mirror: str = typer.Option("http://deb.debian.org/debian", help="Debian package mirror."),
+    force: bool = typer.Option(False, "--force", help="Build it again even if the tag exists (the tag moves to "
+                                                      "the new image; task images on the old one are rebuilt)."),
 ) -> None:
     """Build a Debian base image from debootstrap, once (needs root and the package mirror). Then map
     FROM names to it: COEVO_IMAGE_MAP="python:3.12-slim=coevo-base:bookworm,ubuntu:24.04=coevo-base:bookworm"."""
     from coevo.sandbox.docker_io import docker_client
     from coevo.sandbox.images import build_base
 
-    built = build_base(docker_client(), tag=tag, suite=suite, mirror=mirror)
+    built = build_base(docker_client(), tag=tag, suite=suite, mirror=mirror, force=force)
     typer.echo(f"{tag}: {'built' if built else 'already there, nothing to do'}")
 
 

@@ -45,6 +45,14 @@ def _prune_once() -> None:
     cleanup_orphans(docker_client())
 
 
+def image_user(client, image: str) -> str:
+    """The image's USER; for a task image coevo built, the one its label keeps (its last layer ran as root)."""
+    from coevo.sandbox.images import USER_LABEL
+
+    config = client.images.get(image).attrs["Config"]
+    return (config.get("Labels") or {}).get(USER_LABEL, config.get("User") or "")
+
+
 class DockerSandbox(ShellCommands):
     """An unstarted container for one episode; `start` creates it (or restarts it after `stop`)."""
 
@@ -54,7 +62,7 @@ class DockerSandbox(ShellCommands):
         self.client = docker_client()
         self.image, self.workdir, self.network = image, workdir, network
         self.cpus, self.memory_mb, self.pids, self.cpu_sec = cpus, memory_mb, pids, cpu_sec
-        self.user = user or self.client.images.get(image).attrs["Config"].get("User") or DEFAULT_USER
+        self.user = user or image_user(self.client, image) or DEFAULT_USER
         self.labels = {LABEL: "1", **(labels or {})}
         self.output_cap, self.timeout = output_cap, timeout
         self.container = None

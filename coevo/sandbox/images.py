@@ -8,12 +8,17 @@
 - Builds use the host network, so that `RUN apt-get` and `RUN pip` work; containers get none.
 - The image map points FROM names at local images on machines that cannot pull
   (`python:3.12-slim=coevo-base:bookworm`); every use prints a one-line notice.
+- No setuid or setgid file survives a build: the base's rootfs is stripped before import, and each
+  task image gets one last layer that strips what its `RUN apt-get` added (a `su` or `mount` the agent
+  could exec is attack surface, even under no-new-privileges). The image's USER is kept as a label,
+  `coevo.user`, since that layer has to run as root.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
 import sys
@@ -28,6 +33,12 @@ from coevo.tasks.dockerfile import _logical_lines
 from coevo.tasks.task import Task
 
 IMAGE_REPO = "coevo-env"
+IMAGE_VERSION = "strip-setid-1"
+"""Hashed into every task image's tag: a change to how coevo finishes an image builds each anew."""
+STRIP_SETID = "find / -xdev -perm /6000 -exec chmod ug-s {} +"
+"""Clears setuid/setgid bits on every file and folder of the image's own filesystem."""
+USER_LABEL = "coevo.user"
+"""The task image's own USER (empty: none), set by the strip layer, which itself runs as root."""
 LOCK_DIR = Path(os.environ.get("COEVO_LOCK_DIR", Path(tempfile.gettempdir()) / "coevo-image-locks"))
 IMAGE_MAP_ENV = "COEVO_IMAGE_MAP"
 LOG_TAIL_LINES = 20
@@ -115,7 +126,7 @@ def ensure_image(client, task: Task, image_map: dict[str, str] | None = None) ->
     dockerfile = task.path / "environment" / "Dockerfile"
     text, used = map_dockerfile(dockerfile.read_text(), image_map or {})
     _notice_mapped(used)
-    tag = f"{IMAGE_REPO}:{context_hash(dockerfile.parent, text + base_ids(client, text))}"
+    tag = f"{IMAGE_REPO}:{context_hash(dockerfile.parent, text + base_ids(client, text) + IMAGE_VERSION)}"
     if image_exists(client, tag):
         return Image(tag, built=False)
     with hash_lock(tag.replace(":", "-")):
@@ -166,24 +177,52 @@ def require_image(client, name: str, task: Task) -> str:
 
 
 def build_image(client, task: Task, dockerfile_text: str, tag: str) -> None:
-    """Build `tag` from the task's environment/ with the (mapped) Dockerfile; errors name the line."""
+    """Build `tag` from the task's environment/ with the (mapped) Dockerfile, then clear its setid bits;
+    errors name the line."""
     context = task.path / "environment"
     timeout = float(task.config.environment.model_extra.get("build_timeout_sec", 1800))
     with tempfile.TemporaryDirectory(prefix="coevo-build-") as tmp:
         mapped = Path(tmp) / "Dockerfile"  # outside the context: the SDK adds it under a private name
         mapped.write_text(dockerfile_text)
-        log: list[str] = []
-        step = ""
-        stream = client.api.build(path=str(context), dockerfile=str(mapped), tag=tag, network_mode="host",
-                                  rm=True, forcerm=True, pull=False, decode=True, timeout=timeout,
-                                  labels={"coevo.task": task.name})
-        for chunk in stream:
-            for line in chunk.get("stream", "").splitlines():
-                log.append(line)
-                step = line if line.startswith("Step ") else step
-            if "error" in chunk:
-                log.append(chunk["error"].strip())
-                raise ImageBuildError(build_failure(task, dockerfile_text, step, log))
+        stage, step, log = _build(client, task, path=str(context), dockerfile=str(mapped), network_mode="host",
+                                  timeout=timeout)
+        if not stage:
+            raise ImageBuildError(build_failure(task, dockerfile_text, step, log))
+        user = client.images.get(stage).attrs["Config"].get("User") or ""
+        strip = Path(tmp) / "strip"
+        strip.mkdir()
+        (strip / "Dockerfile").write_text(strip_dockerfile(stage, user))
+        image, _, log = _build(client, task, path=str(strip), tag=tag, network_mode="none", timeout=timeout)
+        if not image:
+            tail = "\n    ".join(log[-LOG_TAIL_LINES:])
+            raise ImageBuildError(
+                f"task {task.name}: {context / 'Dockerfile'}: the image built, but coevo could not clear its "
+                f"setuid/setgid bits (`{STRIP_SETID}` as root needs /bin/sh and find in the image); the last "
+                f"lines of that step's log:\n    {tail}")
+
+
+def strip_dockerfile(image: str, user: str) -> str:
+    """The last layer of every task image: no setid file, and the image's own USER kept (and labelled)."""
+    restore = f"USER {user}\n" if user else ""
+    return f"FROM {image}\nUSER 0\nRUN {STRIP_SETID}\n{restore}LABEL {USER_LABEL}={json.dumps(user)}\n"
+
+
+def _build(client, task: Task, **options) -> tuple[str, str, list[str]]:
+    """One `docker build`: (the image id, or "" when it failed; the last 'Step' line; the log)."""
+    log: list[str] = []
+    step, image = "", ""
+    stream = client.api.build(rm=True, forcerm=True, pull=False, decode=True, labels={"coevo.task": task.name},
+                              **options)
+    for chunk in stream:
+        for line in chunk.get("stream", "").splitlines():
+            log.append(line)
+            step = line if line.startswith("Step ") else step
+            image = line.split()[-1] if line.startswith("Successfully built ") else image
+        image = chunk.get("aux", {}).get("ID", image)
+        if "error" in chunk:
+            log.append(chunk["error"].strip())
+            return "", step, log
+    return image, step, log
 
 
 def build_failure(task: Task, dockerfile_text: str, step: str, log: list[str]) -> str:
@@ -219,23 +258,25 @@ PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def build_base(client, tag: str = BASE_TAG, suite: str = "bookworm",
-               mirror: str = "http://deb.debian.org/debian") -> bool:
-    """Make `tag` from a debootstrap'ed Debian rootfs, once (False when it exists already).
+               mirror: str = "http://deb.debian.org/debian", force: bool = False) -> bool:
+    """Make `tag` from a debootstrap'ed Debian rootfs, once (False when it exists already and not `force`).
 
     The host's own CA certificates go in, so that `RUN pip install` works behind the same TLS
     interception as the host; PEP 668's marker goes out, so that `pip install` works as it does in
-    python:*-slim images.
+    python:*-slim images; every setuid/setgid bit goes (su, mount, passwd, ...). With `force` the tag
+    moves to a new image; task images built on the old one are rebuilt on next use (their tag hashes
+    the base's id).
     """
     import shutil
     import subprocess
 
-    if image_exists(client, tag):
+    if image_exists(client, tag) and not force:
         return False
     if shutil.which("debootstrap") is None or os.geteuid() != 0:
         raise SandboxError(f"building {tag} needs root and debootstrap: sudo apt-get install -y debootstrap, "
                            "then run `sudo coevo sandbox base` again")
     with hash_lock(tag.replace(":", "-").replace("/", "-")):
-        if image_exists(client, tag):
+        if image_exists(client, tag) and not force:
             return False
         with tempfile.TemporaryDirectory(prefix="coevo-base-", dir="/var/tmp") as tmp:
             rootfs, tarball = Path(tmp) / "rootfs", Path(tmp) / "rootfs.tar"
@@ -261,3 +302,5 @@ def _prepare_rootfs(rootfs: Path) -> None:
         marker.unlink()
     for deb in (rootfs / "var/cache/apt/archives").glob("*.deb"):
         deb.unlink()
+    subprocess.run(["find", str(rootfs), "-xdev", "-perm", "/6000", "-exec", "chmod", "ug-s", "{}", "+"],
+                   check=True)
