@@ -37,6 +37,32 @@ def chat_prompts(policy, contents: list[str]) -> list[GenerationRequest]:
     return requests
 
 
+def test_kv_cached_decoding_samples_what_transformers_generate_samples(hf_policy):
+    """Three turns of three conversations, each turn's prompt the last one plus its reply and an
+    observation (as a rollout's token buffer grows): the cached path re-uses its states (a real hit
+    ratio), and samples the same tokens as `generate` re-prefilling everything, with the same logprobs to
+    float precision, greedy and seeded."""
+    from coevo.policy.hf import HFPolicy
+
+    plain = HFPolicy(hf_policy.path, device="cpu", kv_cache=False)
+    cached = HFPolicy(hf_policy.path, device="cpu")
+    assert plain.decoder is None and cached.decoder is not None
+    observation = hf_policy.tokenizer.encode("\n<output>ok</output>\n", add_special_tokens=False)
+    for params in (SamplingParams(temperature=0.0, max_tokens=12),
+                   SamplingParams(temperature=1.0, top_p=0.9, max_tokens=12, seed=7)):
+        prompts = [r.token_ids for r in chat_prompts(hf_policy, ["list the files", "count the lines", "hi"])]
+        for _turn in range(3):
+            requests = [GenerationRequest(token_ids=p) for p in prompts]
+            a, b = plain.generate(requests, params), cached.generate(requests, params)
+            assert [c.token_ids for c in a] == [c.token_ids for c in b]
+            assert [c.logprobs for c in b] == [pytest.approx(c.logprobs, abs=1e-4) for c in a]
+            assert all(c.seconds is not None and c.seconds > 0 for c in b)
+            prompts = [p + c.token_ids + observation for p, c in zip(prompts, a)]
+    assert cached.decoder.stats.hit_ratio > 0.5
+    cached.model.load_state_dict(cached.model.state_dict())  # new weights: the kept states are stale
+    assert not cached.decoder.cache.entries
+
+
 def test_hf_batch_returns_sampled_ids_and_logprobs(hf_policy):
     requests = chat_prompts(hf_policy, ["list the files", "count the lines of /app/data.txt and print them", "hi"])
     out = hf_policy.generate(requests, SamplingParams(temperature=1.0, max_tokens=24, seed=1))

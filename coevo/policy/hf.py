@@ -103,6 +103,7 @@ class HFPolicy:
                     input_ids=ids, attention_mask=mask, max_new_tokens=params.max_tokens,
                     do_sample=not greedy, temperature=params.temperature if not greedy else 1.0,
                     top_p=params.top_p if not greedy else 1.0, output_logits=True, return_dict_in_generate=True,
+                    top_k=0,  # transformers fills an unset top_k with 50, a cut the logprobs do not describe
                     **hooks,
                 )
         new = out.sequences[:, ids.shape[1]:]

@@ -238,6 +238,9 @@ class CachedDecoder:
             mask[i, width - n: width] = 1
         active = list(range(len(rows)))  # batch position -> row index
         positions = torch.tensor(lengths, device=device)
+        # Every row is sampled every step, finished ones on their last logits, so that the random draws
+        # follow transformers' generate (which keeps finished rows in the batch): the same seed then gives
+        # the same tokens on both paths. Only the active rows run through the model.
         logits = torch.stack([r.logits for r in rows])
         self.stats.decode_s += time.monotonic() - t
         for step in range(max_tokens):
@@ -245,16 +248,15 @@ class CachedDecoder:
             tokens, logprobs = pick(logits)
             tokens_l, logprobs_l = tokens.tolist(), logprobs.tolist()
             if on_step is not None:
-                full_t, full_lp = [0] * len(rows), [0.0] * len(rows)
-                for j, i in enumerate(active):
-                    full_t[i], full_lp[i] = tokens_l[j], logprobs_l[j]
-                on_step(full_t, full_lp)
+                live = set(active)
+                on_step([tokens_l[i] if i in live else 0 for i in range(len(rows))],
+                        [logprobs_l[i] if i in live else 0.0 for i in range(len(rows))])
             keep = []
             for j, i in enumerate(active):
                 r = rows[i]
-                r.tokens.append(tokens_l[j])
-                r.logprobs.append(logprobs_l[j])
-                if tokens_l[j] in self.stop_ids or len(r.tokens) >= max_tokens:
+                r.tokens.append(tokens_l[i])
+                r.logprobs.append(logprobs_l[i])
+                if tokens_l[i] in self.stop_ids or len(r.tokens) >= max_tokens:
                     r.done = True
                     self._store(r, cache, j, width - lengths[i])
                 else:
@@ -263,23 +265,22 @@ class CachedDecoder:
             if not keep:
                 self._charge(rows, active, time.monotonic() - t)
                 break
+            charged = active
             if len(keep) < len(active):
                 sel = torch.tensor(keep, device=device)
                 pad = min(width - lengths[active[j]] for j in keep)  # columns every kept row has as padding
                 for layer in cache.layers:
                     layer.select(sel, pad)
-                mask, positions, tokens = mask[sel, pad:], positions[sel], tokens[sel]
+                mask, positions = mask[sel, pad:], positions[sel]
                 width -= pad
-                capacity -= pad
-                charged, active = active, [active[j] for j in keep]
-            else:
-                charged = active
+                active = [active[j] for j in keep]
             used = cache.layers[0].n
             mask[:, used] = 1
-            out = self.model(input_ids=tokens[:, None].to(device), attention_mask=mask[:, : used + 1],
+            rows_now = torch.tensor(active, device=device)
+            out = self.model(input_ids=tokens[rows_now, None], attention_mask=mask[:, : used + 1],
                              position_ids=positions[:, None], cache=cache, use_cache=True)
             positions = positions + 1
-            logits = out.logits[:, -1]
+            logits[rows_now] = out.logits[:, -1].to(logits.dtype)
             self._charge(rows, charged, time.monotonic() - t)
         return rows
 

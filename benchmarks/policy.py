@@ -1,0 +1,188 @@
+"""The local model's decoding: transformers' `generate` (re-prefills every prompt in full, as coevo did
+before) against coevo's KV-cached decoder (coevo.policy.kv), side by side in one run, same model.
+
+    .venv/bin/python benchmarks/policy.py --model smollm2-135m [--batches 1 8 32] [--tasks 57] [--turns 4]
+
+Two tables:
+1. One call at batch 1, 8 and 32 on real first-turn prompts (the harness's rendering of dev tasks):
+   prefill and decode tokens/s, the time of the call, the cache hit ratio (the rows' shared prompt prefix
+   is prefilled once). The `generate` path's prefill is timed as one forward over the padded batch.
+2. The dev-split evaluation at `--turns` turns in real sandboxes (as `coevo eval --split dev`), once
+   per path: seconds per episode, total, the hit ratio, and the ratio of the two. Same seed, so the
+   two paths sample the same tokens up to numerics; the table says how many episodes agree.
+
+Without --model a fresh tiny model is built (speed does not depend on skill, but the tiny model is too
+small for the cache to matter much: use a real one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from coevo import GenerationRequest, SamplingParams
+from coevo.harness import load_harness
+from coevo.policy.hf import HFPolicy
+from coevo.rollout import rollout
+from coevo.rollout.tokens import ChatTemplate, TokenBuffer
+from coevo.tasks import load_taskset
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def first_prompts(policy: HFPolicy, harness, tasks: list) -> list[list[int]]:
+    from coevo.harness.prompts import instance_prompt, system_prompt
+
+    chat = ChatTemplate(policy.tokenizer, None)
+    return [TokenBuffer.start(chat, [{"role": "system", "content": system_prompt(harness)},
+                                     {"role": "user", "content": instance_prompt(harness, t.instruction, t.name, None)}]
+                              ).prompt_ids for t in tasks]
+
+
+def one_call(old: HFPolicy, new: HFPolicy, prompts: list[list[int]], max_tokens: int) -> list[tuple]:
+    import torch
+
+    params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+    requests = [GenerationRequest(token_ids=p) for p in prompts]
+    t = time.perf_counter()
+    ids, mask = old._batch(requests)
+    with torch.inference_mode():
+        old.model(input_ids=ids, attention_mask=mask, logits_to_keep=1)
+    old_prefill = time.perf_counter() - t
+    t = time.perf_counter()
+    out_old = old.generate(requests, params)
+    old_total = time.perf_counter() - t
+    new.reset_cache()
+    new.decoder.stats = type(new.decoder.stats)()
+    t = time.perf_counter()
+    out_new = new.generate(requests, params)
+    new_total = time.perf_counter() - t
+    s = new.decoder.stats
+    generated = sum(len(c.token_ids) for c in out_old)
+    prompt_tokens = sum(len(p) for p in prompts)
+    old_decode = max(old_total - old_prefill, 1e-9)
+    agree = sum(a.token_ids == b.token_ids for a, b in zip(out_old, out_new))
+    return [
+        ("generate", prompt_tokens / old_prefill, generated / old_decode, old_total, 0.0, agree),
+        ("kv cache", prompt_tokens / max(s.prefill_s, 1e-9) if s.prefill_tokens else 0.0,
+         s.decode_tokens / max(s.decode_s, 1e-9), new_total, s.hit_ratio, agree),
+    ]
+
+
+def evaluation(policy: HFPolicy, harness, tasks: list, seed: int) -> tuple[float, list]:
+    if policy.decoder is not None:
+        policy.reset_cache()
+        policy.decoder.stats = type(policy.decoder.stats)()
+    t = time.perf_counter()
+    trajectories = rollout(tasks, harness, policy, seed=seed)
+    return time.perf_counter() - t, trajectories
+
+
+def training_mismatch(policy: HFPolicy, trajectories: list, temperature: float, n: int):
+    """Rollout logprobs against a training-style forward: the whole sequence at once, no cache, as the
+    GRPO loss scores it (coevo.train.mismatch.measure: Pearson, mean and max |difference|)."""
+    import torch
+
+    from coevo.train.mismatch import measure
+
+    scale = temperature if temperature > 0 else 1.0
+    trainer, rollout_lp, masks = [], [], []
+    for t in [t for t in trajectories if t.completion_ids][:n]:
+        ids = torch.tensor(t.prompt_ids + t.completion_ids)[None]
+        with torch.inference_mode():
+            logits = policy.model(input_ids=ids).logits[0, len(t.prompt_ids) - 1: -1].float()
+        lp = torch.log_softmax(logits / scale, -1).gather(-1, torch.tensor(t.completion_ids)[:, None])[:, 0]
+        trainer.append(lp.tolist())
+        rollout_lp.append(t.logprobs)
+        masks.append(t.completion_mask)
+    return measure(trainer, rollout_lp, masks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="a model folder or name (coevo model list)")
+    parser.add_argument("--harness", type=Path, default=ROOT / "harnesses" / "mini_bash.yaml")
+    parser.add_argument("--tasks", type=int, default=57, help="dev tasks in the evaluation (0: skip it)")
+    parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--max-tokens", type=int, default=64, help="new tokens in the one-call table")
+    parser.add_argument("--temperature", type=float, default=0.3, help="the evaluation's sampling temperature")
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mismatch-episodes", type=int, default=16)
+    args = parser.parse_args()
+    console = Console(width=150)
+    model = args.model
+    if model is None:
+        from coevo.train.model import build_tiny_model
+
+        scratch = Path(tempfile.mkdtemp())
+        model = build_tiny_model(scratch / "model", ROOT / "tasks")
+    else:
+        try:
+            from coevo.models import resolve_model
+
+            model = resolve_model(model)
+        except ImportError:
+            pass
+    old, new = HFPolicy(model, device="cpu", kv_cache=False), HFPolicy(model, device="cpu")
+    assert new.decoder is not None, f"{model}: this model's attention has no cached path"
+    # The evaluation as a user runs it, but for the turns and the temperature; wall time off, so that
+    # neither path's episodes are cut short by the other's speed.
+    harness = load_harness(args.harness).with_overrides({"limits.max_turns": args.turns,
+                                                         "limits.wall_time_s": 100_000.0,
+                                                         "decoding.temperature": args.temperature})
+    dev = load_taskset(ROOT / "tasks").split("dev")
+    prompts = first_prompts(new, harness, dev)
+    warm = [GenerationRequest(token_ids=prompts[0][:32])]
+    for p in (old, new):  # the first call of a process pays for its kernels' set-up
+        p.generate(warm, SamplingParams(temperature=0.0, max_tokens=4))
+
+    table = Table(title=f"one call, {args.max_tokens} new tokens, greedy ({Path(str(model)).name})")
+    for col in ("batch", "path", "prompt tok", "prefill tok/s", "decode tok/s", "call s", "cache hit",
+                "same tokens"):
+        table.add_column(col, justify="right")
+    for b in args.batches:
+        batch = (prompts * (b // len(prompts) + 1))[:b]
+        for path, pre, dec, total, hit, agree in one_call(old, new, batch, args.max_tokens):
+            table.add_row(str(b), path, str(sum(map(len, batch))), f"{pre:.0f}", f"{dec:.1f}", f"{total:.2f}",
+                          f"{hit:.2f}", f"{agree}/{b}")
+    console.print(table)
+
+    if args.tasks:
+        tasks = dev[: args.tasks]
+        t_old, traj_old = evaluation(old, harness, tasks, args.seed)
+        t_new, traj_new = evaluation(new, harness, tasks, args.seed)
+        s = new.decoder.stats
+        same = sum(a.completion_ids == b.completion_ids for a, b in zip(traj_old, traj_new))
+        table = Table(title=f"dev evaluation: {len(tasks)} tasks, {args.turns} turns, {args.harness.name}, "
+                            f"temperature {args.temperature:g}, seed {args.seed}")
+        for col in ("path", "total s", "s / episode (median own time)", "turns / ep", "cache hit", "pass@1",
+                    "speed-up"):
+            table.add_column(col, justify="right")
+        for path, total, trajs, hit in (("generate", t_old, traj_old, 0.0), ("kv cache", t_new, traj_new,
+                                                                             s.hit_ratio)):
+            own = statistics.median(sum(t.timing.get(k, 0.0) for k in ("start", "tools", "generate"))
+                                    for t in trajs)
+            table.add_row(path, f"{total:.1f}", f"{own:.2f}", f"{statistics.mean(t.turns for t in trajs):.2f}",
+                          f"{hit:.2f}", f"{statistics.mean(t.reward >= 1 for t in trajs):.3f}",
+                          f"{t_old / total:.2f}x")
+        console.print(table)
+        console.print(f"episodes with identical token buffers on both paths: {same}/{len(tasks)}")
+        table = Table(title="rollout logprobs vs a training forward (whole sequence, no cache), model tokens")
+        for col in ("path", "episodes", "tokens", "pearson", "mean |Δ|", "max |Δ|"):
+            table.add_column(col, justify="right")
+        for path, trajs in (("generate", traj_old), ("kv cache", traj_new)):
+            m = training_mismatch(new, trajs, args.temperature, args.mismatch_episodes)
+            table.add_row(path, str(min(args.mismatch_episodes, len(trajs))), str(m.tokens), f"{m.pearson:.5f}",
+                          f"{m.mean_abs_diff:.2e}", f"{m.max_abs_diff:.2e}")
+        console.print(table)
+
+
+if __name__ == "__main__":
+    main()
