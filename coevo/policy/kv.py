@@ -48,7 +48,7 @@ class GrowingLayer(DynamicLayer):
         k = key_states.shape[-2]
         if self.n + k > self.buf_k.shape[-2]:  # out of room: grow by half again (rare: capacity is planned)
             grow = max(k, self.buf_k.shape[-2] // 2)
-            pad = lambda t: torch.cat([t, t.new_zeros((*t.shape[:2], grow, t.shape[-1]))], dim=-2)  # noqa: E731
+            pad = lambda t: torch.cat([t, t.new_zeros((*t.shape[:2], grow, t.shape[-1]))], dim=-2)
             self.buf_k, self.buf_v = pad(self.buf_k), pad(self.buf_v)
         self.buf_k[:, :, self.n: self.n + k], self.buf_v[:, :, self.n: self.n + k] = key_states, value_states
         self.n += k
@@ -223,7 +223,7 @@ class CachedDecoder:
         capacity = width + max_tokens
         states = []
         for layer in range(len(rows[0].states)):  # right-aligned: row i's states end at column `width`
-            k0, v0 = rows[0].states[layer]
+            k0 = rows[0].states[layer][0]
             k = k0.new_zeros((len(rows), k0.shape[1], width, k0.shape[3]))
             v = torch.zeros_like(k)
             for i, r in enumerate(rows):
