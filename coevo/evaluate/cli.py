@@ -18,7 +18,8 @@ def fail(message: str) -> None:
 
 def eval_command(
     model: Annotated[str, typer.Option(
-        help="A local Hugging Face model folder, 'openai:MODEL' (an OpenAI-compatible endpoint), or 'oracle'.")
+        help="A local Hugging Face model folder or model name (`coevo model list`), 'openai:MODEL' (an "
+             "OpenAI-compatible endpoint), or 'oracle'.")
     ] = "",
     harness: Annotated[Path | None, typer.Option(help="Harness YAML (harnesses/*.yaml).")] = None,
     tasks: Annotated[Path, typer.Option(help="Folder of Harbor tasks with manifest.json.")] = Path("tasks"),
@@ -93,11 +94,10 @@ def build_policy(model: str, harness, tasks, base_url: str | None, dtype: str):
         spec = {"backend": "oracle"}
     elif model.startswith("openai:"):
         spec = {"backend": "openai", "model": model.removeprefix("openai:"), "base_url": base_url}
-    elif not Path(model).is_dir():
-        raise ValueError(f"--model {model}: not a folder; expected a Hugging Face model folder, "
-                         "'openai:MODEL' or 'oracle'")
-    else:
-        spec = {"backend": "hf", "model": model, "dtype": dtype}
+    else:  # a folder, or a model name: coevo.models says what is valid
+        from coevo.models import resolve_model
+
+        spec = {"backend": "hf", "model": str(resolve_model(model)), "dtype": dtype}
     return make_policy(spec, harness=harness, tasks=tasks)
 
 

@@ -83,7 +83,8 @@ class SearchConfig(BaseModel):
     name: str
     """Run name: the run folder is `<runs_dir>/<name>`; the MLflow experiment and Optuna studies use it."""
     model: Path | None = None
-    """HF model folder to start from; empty: build the tiny model (coevo init-model) in the run folder."""
+    """HF model folder or model name (`coevo model list`) to start from; empty: build the tiny model
+    (coevo init-model) in the run folder."""
     tasks: Path = Path("tasks")
     """Task folder with train/dev/test splits (manifest.json)."""
     harness: Path = Path("harnesses/terminus_json.yaml")
@@ -180,7 +181,11 @@ def resolve_paths(config: SearchConfig, root: Path) -> SearchConfig:
     def fix(p: Path | None) -> Path | None:
         return None if p is None or p.is_absolute() else (root / p)
 
-    updates = {k: fix(getattr(config, k)) for k in ("model", "tasks", "harness", "space")}
+    updates = {k: fix(getattr(config, k)) for k in ("tasks", "harness", "space")}
+    if config.model is not None:  # a folder (relative to the root) or a model name (coevo model list)
+        from coevo.models import resolve_model
+
+        updates["model"] = resolve_model(config.model, base=root)
     updates["runs_dir"] = config.runs_dir if config.runs_dir.is_absolute() else Path.cwd() / config.runs_dir
     return config.model_copy(update={k: v for k, v in updates.items() if v is not None})
 

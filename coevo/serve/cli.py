@@ -9,7 +9,8 @@ import typer
 
 
 def serve(
-    model_dir: Annotated[Path, typer.Argument(help="A Hugging Face checkpoint folder (with its tokenizer).")],
+    model_dir: Annotated[Path, typer.Argument(help="A Hugging Face checkpoint folder (with its tokenizer), "
+                                             "or a model name (`coevo model list`).")],
     host: Annotated[str, typer.Option(help="Interface to bind; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8000,
     name: Annotated[str | None, typer.Option(help="The model's name in the API (default: the folder's name).")
@@ -27,6 +28,13 @@ def serve(
 ) -> None:
     """Serve a local checkpoint: /v1/models, /v1/chat/completions, /v1/completions (streaming, logprobs,
     token ids) and per-episode recorded sessions at /sessions/{id}/v1."""
+    from coevo.models import ModelError, resolve_model
+
+    try:
+        model_dir = resolve_model(model_dir)
+    except ModelError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(2) from None
     if not (model_dir / "config.json").is_file():
         typer.secho(f"error: {model_dir}: no config.json; give a Hugging Face checkpoint folder", fg="red", err=True)
         raise typer.Exit(2)

@@ -13,7 +13,7 @@ from coevo.train.sft import SFTSettings  # a dataclass; its module imports nothi
 
 # The options warmstart and train share: one model trained on one split under one harness, into a folder.
 ModelFolder = Annotated[Path, typer.Option(help="HF model folder to train (from init-model; for train, "
-                                           "usually from warmstart).")]
+                                           "usually from warmstart), or a model name (`coevo model list`).")]
 HarnessFile = Annotated[Path, typer.Option(help="Harness YAML the episodes run under (as in eval).")]
 RunFolder = Annotated[Path, typer.Option(help="Folder for the trained checkpoint (train adds checkpoints/, "
                                          "metrics.jsonl and rollouts/).")]
@@ -70,8 +70,10 @@ def warmstart(
 
     settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, threads=threads or None)
     try:
-        report = run_warmstart(model, harness, tasks, split, out, settings, augment=augment, backend=backend,
-                               image_map=image_map_from(image_map))
+        from coevo.models import resolve_model
+
+        report = run_warmstart(resolve_model(model), harness, tasks, split, out, settings, augment=augment,
+                               backend=backend, image_map=image_map_from(image_map))
     except (CoevoError, ValueError) as e:
         fail(str(e))
     print(report)
@@ -128,10 +130,11 @@ def train(
         task_list = load_taskset(tasks).split(split)[:max_tasks]
         checked_backends(task_list, backend)
         loaded = load_harness(harness)
+        from coevo.models import resolve_model
         from coevo.train.grpo import train_grpo
 
-        result = train_grpo(model, loaded, task_list, out, spec, resume=resume, backend=backend,
-                            image_map=image_map_from(image_map))
+        result = train_grpo(resolve_model(model), loaded, task_list, out, spec, resume=resume,
+                            backend=backend, image_map=image_map_from(image_map))
     except (CoevoError, ValueError, OSError) as e:
         fail(str(e))
     last = result.metrics[-1] if result.metrics else {}
