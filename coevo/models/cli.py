@@ -80,7 +80,8 @@ def list_command(
         rows = [{**vars(e), "path": str(e.path)} for e in entries]
         print(json.dumps(rows, indent=1))
         return
-    table = Table("name", "source", "status", "size", "path", title=f"models (cache: {cache_root(cache_dir)})")
+    table = Table("name", "source", "status", "size", title=f"models (cache: {cache_root(cache_dir)})")
+    table.add_column("path", overflow="fold")
     for e in entries:
         size = f"{e.size / 1e6:.0f} MB" + ("" if e.pulled else " download")
         status = "[green]pulled[/]" if e.pulled else f"not pulled (coevo model pull {e.name})"
