@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -34,6 +35,11 @@ def eval_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON, for scripts.")] = False,
     backend: BackendOption = "local",
     image_map: ImageMapOption = None,
+    tracking_uri: Annotated[str | None, typer.Option(
+        help="Also log the evaluation as a run of the MLflow experiment coevo-eval in this store (e.g. "
+             "sqlite:///runs/eval/mlflow.db or http://HOST:5000): metrics, artifacts, episodes as traces.")] = None,
+    traces: Annotated[int, typer.Option(min=0, help="With --tracking-uri: episodes traced besides every "
+                                                    "failed one.")] = 4,
 ) -> None:
     """Evaluate a (harness, model) pair on a split of tasks in real sandboxes."""
     from coevo.console import progress
@@ -63,6 +69,13 @@ def eval_command(
             with progress(f"eval {loaded_harness.name} on {split}", total=len(task_list) * samples) as advance:
                 report = run_eval(task_list, loaded_harness, policy, samples, seed, out, sandboxes,
                                   on_done=lambda traj: advance())
+        if tracking_uri:
+            from coevo.search.tracking import log_eval
+
+            run_id = log_eval(tracking_uri, loaded_harness, report, f"{loaded_harness.name} on {split}", traces=traces,
+                              seed=seed, params={"model": model or "oracle", "split": split, "samples": samples,
+                                                 "seed": seed, "tasks": str(tasks)})
+            print(f"MLflow run {run_id} (experiment coevo-eval) in {tracking_uri}", file=sys.stderr)
     except (CoevoError, HarnessError, ValueError, OSError) as e:
         fail(str(e))
     if as_json:

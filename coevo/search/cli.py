@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -124,25 +123,22 @@ def check(
 
 def ui(
     run: Annotated[Path, typer.Argument(help="Run folder (or name under runs/).")],
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
+    port: Annotated[int, typer.Option(help="MLflow UI port on 127.0.0.1.")] = 5000,
+    optuna: Annotated[bool, typer.Option("--optuna", help="Also start optuna-dashboard on the run's Optuna "
+                                                         "storage.")] = False,
+    optuna_port: Annotated[int, typer.Option(help="optuna-dashboard port on 127.0.0.1.")] = 8080,
 ) -> None:
-    """Start the MLflow UI on 127.0.0.1 for a run's tracking store."""
+    """Start the MLflow UI (and with --optuna, optuna-dashboard) for a run on 127.0.0.1, print their URLs,
+    and stop both on Ctrl-C or SIGTERM."""
     from coevo.search.errors import SearchError
     from coevo.search.run import run_dir_of
-    from coevo.search.tracking import store_of
+    from coevo.search.ui import serve
 
     try:
-        folder = run_dir_of(run)
-    except SearchError as e:
+        code = serve(run_dir_of(run), port, optuna, optuna_port)
+    except (SearchError, RuntimeError, OSError) as e:
         fail(str(e))
-    uri, artifacts = store_of(folder)
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    print(f"MLflow UI for {folder}: http://127.0.0.1:{port}  (Ctrl-C stops it)", flush=True)
-    cmd = ["mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port)]
-    if artifacts:
-        cmd += ["--default-artifact-root", artifacts]
-    mlflow_bin = Path(os.sys.executable).parent / "mlflow"
-    os.execv(str(mlflow_bin), [str(mlflow_bin), *cmd[1:]])
+    raise typer.Exit(code)
 
 
 def compare(

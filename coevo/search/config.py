@@ -140,6 +140,9 @@ class SearchConfig(BaseModel):
     """Seconds between Optuna trial heartbeats; a killed trial is retried once stale."""
     grace_period: int = Field(15, ge=2)
     """Seconds without a heartbeat after which a RUNNING trial counts as dead."""
+    traces: int = Field(4, ge=0)
+    """Episodes of each evaluation (trial, re-score, harvest, test row) recorded as MLflow traces, drawn
+    with the seed, failures first; the final table's rows also record every failed episode. 0: none."""
 
     @field_validator("train", mode="before")
     @classmethod

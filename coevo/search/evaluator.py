@@ -60,6 +60,8 @@ class Evaluator:
         except Pruned as p:
             tracker.tags(run_id, {"state": "PRUNED", "pruned_after_batch": p.step + 1})
             tracker.summary(run_id, p.partial)
+            tracker.episodes(run_id, p.partial.trajectories, config.traces, tags=_trace_tags(name, checkpoint, tags),
+                             seed=config.seed)
             tracker.end(run_id)
             raise
         except Exception as e:
@@ -69,6 +71,9 @@ class Evaluator:
         except BaseException:
             tracker.end(run_id, "KILLED")
             raise
+        self.tracker.evaluation(run_id, harness, report, traces=config.traces, seed=config.seed,
+                                every_failure=(tags or {}).get("role") in ("test", "held_out"),
+                                trace_tags=_trace_tags(name, checkpoint, tags))
         return self._record(run_id, harness, report, overrides, checkpoint, generation, source, train), report
 
     def _record(self, run_id: str, harness, report, overrides: dict[str, Any], checkpoint: str, generation: int,
@@ -80,7 +85,6 @@ class Evaluator:
         failures = clusters(report.trajectories)
         self.tracker.summary(run_id, report)
         self.tracker.metrics(run_id, {f"failures/{c}": n for c, n in failures.items()})
-        self.tracker.evaluation(run_id, harness, report)
         self.tracker.tags(run_id, {"state": "COMPLETE"})
         self.tracker.end(run_id)
         s = report.overall
@@ -89,3 +93,11 @@ class Evaluator:
         return Pair(overrides=overrides, train=train or {}, checkpoint=checkpoint, generation=generation,
                     source=source, score=value, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
                     per_task=per_task, mlflow_run=run_id, fingerprint=fingerprint(harness), failures=failures)
+
+
+def _trace_tags(name: str, checkpoint: str, tags: dict | None) -> dict[str, str]:
+    """What each trace of an evaluation is tagged with, for the UI's trace filter."""
+    from pathlib import Path
+
+    return {"run": name, "phase": name.split()[0], "checkpoint": Path(checkpoint).name,
+            **{k: str(v) for k, v in (tags or {}).items() if k in ("role", "row")}}

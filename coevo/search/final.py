@@ -126,6 +126,7 @@ def _log(ctx: RunContext, state: RunState) -> None:
                 for k in ("gain", "low", "high", "wins", "losses", "ties")}
     metrics["test/co-evolved/beats_both_arms"] = float(v["beats_both_arms"])
     metrics |= {f"wall_seconds/{phase}": s for phase, s in state.timings.items()}
+    metrics |= ctx.tracker.trace_metrics()  # this process's: a resumed run counts from its resume
     ctx.tracker.metrics(parent, metrics)
     ctx.tracker.tags(parent, {"warnings": " | ".join(v["warnings"]) or "none"})
 

@@ -33,6 +33,9 @@ from coevo.search.stores import redact
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 MAX_PARAM_CHARS = 6000
+KIND_TAG, KIND = "mlflow.experimentKind", "custom_model_development"
+"""MLflow 3's UI opens an experiment by its kind: training runs (the runs table) rather than a GenAI
+app's traces, which it would infer from the episode traces a search writes."""
 
 
 def default_uri(run_dir: Path) -> str:
@@ -82,9 +85,13 @@ class Tracker:
             if artifact_root is not None:
                 Path(artifact_root).mkdir(parents=True, exist_ok=True)
                 location = Path(artifact_root).resolve().as_uri()
-            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location,
+                                                               tags={KIND_TAG: KIND})
         else:
             self.experiment_id = found.experiment_id
+            if found.tags.get(KIND_TAG) != KIND:  # made before coevo set it: the UI would open on traces
+                self.client.set_experiment_tag(self.experiment_id, KIND_TAG, KIND)
+        self._traces = None
 
     # -- runs --------------------------------------------------------------------------------------
     def start(self, name: str, parent: str | None = None, tags: dict[str, Any] | None = None) -> str:
@@ -163,14 +170,62 @@ class Tracker:
             figure.savefig(out, dpi=100, bbox_inches="tight")
             self.client.log_artifact(run_id, str(out), str(Path(path).parent) if "/" in path else None)
 
-    def evaluation(self, run_id: str, harness, report, sample: int = 3) -> None:
-        """The artifacts of one (harness, checkpoint) evaluation."""
+    def evaluation(self, run_id: str, harness, report, sample: int = 3, traces: int = 0,
+                   every_failure: bool = False, trace_tags: dict[str, Any] | None = None, seed: int = 0) -> None:
+        """The artifacts of one (harness, checkpoint) evaluation, and `traces` of its episodes as MLflow
+        traces (with `every_failure`, every failed episode besides)."""
         self.text(run_id, harness.to_yaml(), "harness.yaml")
         self.text(run_id, rendered_prompts(harness), "rendered_prompts.md")
         self.text(run_id, per_task_csv(report), "per_task.csv")
         if report.trajectories:
             lines = [t.model_dump_json() for t in report.trajectories[:sample]]
             self.text(run_id, "\n".join(lines) + "\n", "trajectories_sample.jsonl")
+        self.episodes(run_id, report.trajectories, traces, every_failure, trace_tags, seed)
+
+    # -- traces ------------------------------------------------------------------------------------
+    def episodes(self, run_id: str, trajectories: list, n: int, every_failure: bool = False,
+                 tags: dict[str, Any] | None = None, seed: int = 0) -> int:
+        """`n` episodes drawn from `trajectories` (failures first; with `every_failure`, all failures plus
+        `n` passes) as traces linked to `run_id`, and the count as the run's metric `traces`."""
+        from coevo.search.stores import engine_url
+        from coevo.search.traces import TraceWriter, pick
+
+        chosen = pick(trajectories, n, every_failure, seed) if n or every_failure else []
+        if not chosen:
+            return 0
+        if self._traces is None:
+            self._traces = TraceWriter(engine_url(self.uri), self.experiment_id)
+        self._traces.write(run_id, chosen, {k: v for k, v in (tags or {}).items() if v not in (None, "")})
+        self.metrics(run_id, {"traces": self._traces.tally.by_run[run_id]})
+        return len(chosen)
+
+    def trace_metrics(self) -> dict[str, float]:
+        """What tracing cost this process: traces written, seconds spent building and writing them."""
+        tally = self._traces.tally if self._traces else None
+        return {"tracing/traces": tally.traces if tally else 0, "tracing/seconds": tally.seconds if tally else 0.0}
+
+
+EVAL_EXPERIMENT = "coevo-eval"
+
+
+def log_eval(uri: str, harness, report, name: str, params: dict[str, Any], traces: int = 4, seed: int = 0) -> str:
+    """`coevo eval --tracking-uri`: the evaluation as one run of the experiment `coevo-eval` (params,
+    summary metrics, the evaluation's artifacts), with every failed episode and `traces` others as traces.
+    A sqlite store keeps its artifacts beside the database file. Returns the run id."""
+    from coevo.harness.fingerprint import fingerprint
+    from coevo.search.stores import check_url
+
+    check_url("tracking_uri", uri)
+    root = Path(uri.removeprefix("sqlite:///")).resolve().parent / "mlartifacts" if uri.startswith("sqlite:///") else None
+    tracker = Tracker(uri, EVAL_EXPERIMENT, root)
+    run_id = tracker.start(name, tags={"source": "coevo eval", "harness_fingerprint": fingerprint(harness)})
+    tracker.params(run_id, {**params, **{k: v for k, v in flatten(harness.model_dump(mode="json")).items()
+                                         if k not in ("name", "description", "prompts_dir")}})
+    tracker.summary(run_id, report)
+    tracker.evaluation(run_id, harness, report, traces=traces, every_failure=True, seed=seed,
+                       trace_tags={"run": name, "role": "eval", "checkpoint": Path(str(params.get("model", ""))).name})
+    tracker.end(run_id)
+    return run_id
 
 
 def _param_text(value: Any) -> str:

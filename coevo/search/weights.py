@@ -8,6 +8,7 @@ harness on the trained checkpoint); otherwise one run uses the config's `train` 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from coevo.config import get_dotted
@@ -95,11 +96,24 @@ def train_once(ctx: RunContext, start: Pair, name: str, log_run: str, values: di
         ctx.log(f"{name}: {result.summary}")
         ctx.ledger.state.trained[name] = result.summary
         ctx.tracker.text(log_run, result.summary + "\n", "trained.txt")
+    _trace_harvest(ctx, log_run, Path(out), start.checkpoint, name)
     for record in result.metrics:
         step = int(record.get("step", 0))
         numbers = {k: v for k, v in record.items() if k != "step" and isinstance(v, int | float)}
         ctx.tracker.metrics(log_run, {f"grpo/{k}": v for k, v in numbers.items()}, step=step)
     return str(result.checkpoint)
+
+
+def _trace_harvest(ctx: RunContext, run_id: str, out: Path, checkpoint: str, name: str) -> None:
+    """A sample of the harvest's episodes (sft, auto) as traces of the run that trained on them, once."""
+    from coevo.rollout import load_trajectories
+
+    episodes, marker = out / "harvest.jsonl", out / "harvest.traced"
+    if episodes.is_file() and not marker.exists():
+        ctx.tracker.episodes(run_id, load_trajectories(episodes), ctx.inputs.config.traces, seed=ctx.inputs.config.seed,
+                             tags={"run": f"{name} harvest", "phase": name, "role": "harvest",
+                                   "checkpoint": Path(checkpoint).name})
+        marker.touch()
 
 
 def train_study(ctx: RunContext, start: Pair, name: str, run_id: str) -> tuple[str, dict]:
