@@ -33,6 +33,7 @@ app.command("search")(search_cli.search)
 app.command("check")(search_cli.check)
 app.command("ui")(search_cli.ui)
 app.command("compare")(search_cli.compare)
+app.command("report")(search_cli.report)
 app.command("export")(search_cli.export)
 app.command("serve")(serve_cli.serve)
 

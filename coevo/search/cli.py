@@ -166,6 +166,23 @@ def compare(
         print_rows(rows, f"{folder.name}: pairs by {role} pass@1" + (f" ({phase})" if phase else ""))
 
 
+def report(
+    run: Annotated[Path, typer.Argument(help="Run folder (or name under runs/).")],
+) -> None:
+    """The run's final table (pairs, 2x2, held-out block, ratchet log, verdict), its trace count, and the
+    path of its summary plot (each lever per phase, and the 2x2 with intervals)."""
+    from coevo.search.errors import SearchError
+    from coevo.search.report import run_report
+    from coevo.search.run import run_dir_of
+
+    try:
+        text, plot = run_report(run_dir_of(run))
+    except SearchError as e:
+        fail(str(e))
+    print(text)
+    print(f"plot: {plot}")
+
+
 def export(
     run: Annotated[Path, typer.Argument(help="Run folder (or name under runs/).")],
     out: Annotated[Path, typer.Option(help="Bundle folder to write (must not exist or be empty).")],

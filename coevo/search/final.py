@@ -54,6 +54,8 @@ def test_table(ctx: RunContext, name: str, run_id: str) -> dict[str, dict[str, A
     ctx.tracker.text(state.parent_run, _json(state), "test_table.json")
     plots.log_capability(ctx.tracker, state.parent_run, state.history, state.test)
     plots.log_two_by_two(ctx.tracker, state.parent_run, state.test, state.verdict)
+    plots.log_search(ctx.tracker, state.parent_run, state, ctx.run_dir, ctx.inputs.config.margin,
+                     "pass@1" if ctx.inputs.config.objective == "pass_at_1" else "reward")
     ctx.ledger.save()
     ctx.log(text)
     return state.test

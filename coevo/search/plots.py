@@ -86,3 +86,108 @@ def log_two_by_two(tracker, run_id: str, test: dict[str, dict], verdict: dict) -
     ax.legend()
     tracker.figure(run_id, fig, "plots/two_by_two.png")
     plt.close(fig)
+
+
+def lever_of(history: list[dict]) -> list[str]:
+    """Which lever each promotion decision moved: an h-phase's candidate is a harness; a w-phase's first is
+    the new weights (under the incumbent's harness), any later one a harness on them; an arm its own."""
+    out, seen = [], set()
+    for h in history:
+        phase = h["phase"]
+        if phase.startswith("arm"):
+            out.append("weights" if "weights" in phase else "harness")
+        elif phase.startswith("w"):
+            out.append("harness" if phase in seen else "weights")
+        else:
+            out.append("harness")
+        seen.add(phase)
+    return out
+
+
+def draw_search(state, margin: float = 0.0, objective: str = "objective"):
+    """The search in one figure: left, every promotion decision per phase, by lever (the candidate's paired
+    gain over the incumbent on the promotion tasks, 95% interval; filled = accepted); right, the final 2x2
+    on the test tasks (score per cell with its bootstrap interval, and the effects)."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [3, 2]})
+    _draw_decisions(left, [h for h in state.history if h["phase"] != "start"], margin)
+    if state.test and state.verdict:
+        _draw_cells(right, state.test, state.verdict["effects"], objective)
+    else:
+        right.text(0.5, 0.5, "no final table yet", ha="center", va="center", transform=right.transAxes)
+        right.set_axis_off()
+    fig.tight_layout()
+    return fig
+
+
+def _draw_decisions(ax, decisions: list[dict], margin: float) -> None:
+    colors = {"harness": "tab:blue", "weights": "tab:orange"}
+    levers = lever_of(decisions)
+    for i, (h, lever) in enumerate(zip(decisions, levers, strict=True)):
+        ax.errorbar([i], [h["gain"]], yerr=[[h["gain"] - h["gain_low"]], [h["gain_high"] - h["gain"]]], fmt="o",
+                    color=colors[lever], markersize=9, capsize=5, markerfacecolor=colors[lever] if h["accepted"]
+                    else "white", markeredgewidth=2)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + 0.12 * (high - low))  # room for the arms' label
+    arms = [i for i, h in enumerate(decisions) if h["phase"].startswith("arm")]
+    if arms:
+        ax.axvspan(min(arms) - 0.5, max(arms) + 0.5, color="0.92", zorder=0)
+        ax.text((min(arms) + max(arms)) / 2, 0.98, "fair single-lever arms", ha="center", va="top", color="0.35",
+                transform=ax.get_xaxis_transform())
+    ax.axhline(0, color="0.4", linewidth=1)
+    if margin:
+        ax.axhline(margin, color="0.4", linewidth=1, linestyle="--", label=f"margin {margin:g}")
+    ax.set_xticks(range(len(decisions)), [f"{h['phase'].removeprefix('arm ')}\n{_short(h['challenger'])}"
+                                          for h in decisions], fontsize=8)
+    ax.set_xlim(-0.6, max(len(decisions), 1) - 0.4)
+    ax.set_ylabel("gain over the incumbent (promotion tasks)")
+    ax.set_title("each lever per phase: candidate vs incumbent, paired 95% CI")
+    handles = [ax.plot([], [], "o", color=c, markersize=9, label=f"{name} lever")[0] for name, c in colors.items()]
+    handles.append(ax.plot([], [], "o", color="0.3", markerfacecolor="white", markeredgewidth=2, markersize=9,
+                           label="rejected (filled: accepted)")[0])
+    ax.legend(handles=handles, loc="lower left", fontsize=9)
+
+
+def _draw_cells(ax, test: dict[str, dict], effects: dict, objective: str) -> None:
+    from coevo.evaluate.stats import bootstrap_ci
+    from coevo.search.final_table import H0_M_STAR, H_STAR_M0
+
+    cells = {("H0", "M0"): "baseline", ("H0", "M*"): H0_M_STAR, ("H*", "M0"): H_STAR_M0, ("H*", "M*"): "co-evolved"}
+    width = 0.36
+    for j, (harness, color) in enumerate((("H0", "tab:gray"), ("H*", "tab:green"))):
+        for i, model in enumerate(("M0", "M*")):
+            row = test[cells[harness, model]]
+            low, high = bootstrap_ci(list(row["per_task"].values()))
+            x = i + (j - 0.5) * width
+            ax.bar(x, row["score"], width, color=color, label=f"{'base' if harness == 'H0' else 'final'} harness "
+                   f"({harness})" if i == 0 else None)
+            ax.errorbar([x], [row["score"]], yerr=[[row["score"] - low], [high - row["score"]]], color="black",
+                        capsize=5)
+            ax.text(x, high + 0.02, f"{row['score']:.3f}", ha="center", fontsize=9)
+    ax.set_xticks([0, 1], ["generation 0 (M0)", "final checkpoint (M*)"])
+    ax.set_ylim(0, 1.12)
+    ax.set_ylabel(f"test {objective} (95% bootstrap CI)")
+    n = len(test["baseline"]["per_task"])
+    ax.set_title(f"final 2x2 on {n} test tasks")
+    lines = [f"{label} {v:+.3f} [{lo:+.3f}, {hi:+.3f}]" for label, (v, lo, hi) in
+             (("ΔH", effects["delta_h"]), ("ΔM", effects["delta_m"]), ("I", effects["interaction"]))]
+    ax.text(0.02, 0.97, "\n".join(lines), transform=ax.transAxes, va="top", fontsize=9, family="monospace")
+    ax.legend(loc="upper right", fontsize=9)
+
+
+def _short(name: str, width: int = 14) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def log_search(tracker, run_id: str, state, run_dir, margin: float = 0.0, objective: str = "objective"):
+    """plots/search.png in the run folder and as an artifact of the parent run; returns its path."""
+    from pathlib import Path
+
+    plt = _pyplot()
+    path = Path(run_dir) / "plots" / "search.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = draw_search(state, margin, objective)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    tracker.file(run_id, path, "plots")
+    return path

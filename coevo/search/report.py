@@ -64,3 +64,49 @@ def print_rows(rows: list[dict], title: str) -> None:
                       fmt(r["mean_turns"], ".1f"), fmt(r["format_error_rate"], ".2f"), fmt(r["timeouts"], ".0f"),
                       fmt(r["mean_tokens"], ".0f"), diff if not r["error"] else f"[red]{r['error'][:120]}[/]")
     Console(width=200).print(table)
+
+
+def run_report(folder: Path) -> tuple[str, Path]:
+    """`coevo report`: the run's final table (or, before it, its ratchet log and wall times) as text, and
+    the path of its summary plot (RUN/plots/search.png, drawn from state.json when the search did not)."""
+    from coevo.search import final_table, plots
+    from coevo.search.config import load_config
+    from coevo.search.state import Ledger
+
+    config = load_config(folder / "config.yaml")
+    if not (folder / "state.json").is_file():
+        raise SearchError(f"{folder}: no state.json yet (has the search started?)")
+    state = Ledger(folder / "state.json").state
+    objective = "pass@1" if config.objective == "pass_at_1" else "reward"
+    if state.test and state.verdict:
+        from coevo.search.inputs import load_inputs
+
+        text = final_table.markdown(state, load_inputs(config))
+    else:
+        text = "\n".join(["No final table yet: the search has not reached its test phase.", "",
+                          *final_table.ratchet_lines(state), *final_table.budget_lines(state)]) + "\n"
+    path = folder / "plots" / "search.png"
+    if not path.is_file():
+        plt = plots._pyplot()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure = plots.draw_search(state, config.margin, objective)
+        figure.savefig(path, dpi=100, bbox_inches="tight")
+        plt.close(figure)
+    return text + _trace_line(folder, config.name), path
+
+
+def _trace_line(folder: Path, experiment_name: str) -> str:
+    from mlflow import MlflowClient
+
+    from coevo.search.tracking import store_of
+
+    uri, _ = store_of(folder)
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name(experiment_name)
+    if experiment is None:
+        return ""
+    count = lambda where: len(client.search_traces(locations=[experiment.experiment_id], filter_string=where,
+                                                   include_spans=False, max_results=50_000))
+    total, failed = count(None), count("tags.outcome = 'failed'")
+    return (f"\nEpisode traces in MLflow: {total} ({failed} failed); browse them with `coevo ui {folder}` "
+            "(a run's Traces tab; filter by tags.status, tags.outcome, tags.task).\n")
