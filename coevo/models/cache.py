@@ -86,9 +86,13 @@ def publish(staged: Path, root: Path, name: str, info: dict) -> Path:
     tmp.write_text(json.dumps(info, indent=1) + "\n")
     tmp.rename(staged / MARKER)
     target = root / name
-    if target.exists():  # not finished (no marker), else we would not be here: a leftover, not a model
-        shutil.rmtree(target)
-    staged.rename(target)
+    if target.exists():  # unfinished, or from an older recipe: moved aside first, so the name is never half
+        old = Path(tempfile.mkdtemp(prefix=f".{name}~old-", dir=root))
+        target.rename(old / name)
+        staged.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staged.rename(target)
     return target
 
 

