@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from coevo.sandbox.cli import BackendOption, ImageMapOption
+from coevo.train.lora import lora_from_items
 from coevo.train.sft import SFTSettings  # a dataclass; its module imports nothing heavy
 
 # The options warmstart and train share: one model trained on one split under one harness, into a folder.
@@ -60,6 +61,10 @@ def warmstart(
                                                 "from `coevo tasks generate` only; never dev/test instructions "
                                                 "or held-out families). Default: 60 for such a suite, else 0.")
                        ] = None,
+    lora: Annotated[list[str] | None, typer.Option(
+        help="LoRA adapter setting FIELD=VALUE (YAML value), repeatable: rank (0: full weights, the default), "
+             "alpha, dropout, target_modules, e.g. --lora rank=8 --lora 'target_modules=[q_proj, v_proj]'. "
+             "The output stays a plain model folder (adapter merged; itself in adapter/).")] = None,
     backend: BackendOption = "local",
     image_map: ImageMapOption = None,
 ) -> None:
@@ -68,8 +73,9 @@ def warmstart(
     from coevo.sandbox.cli import image_map_from
     from coevo.train.warmstart import run_warmstart
 
-    settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, threads=threads or None)
     try:
+        settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, threads=threads or None,
+                               lora=lora_from_items(lora or [], "--lora"))
         from coevo.models import resolve_model
 
         report = run_warmstart(resolve_model(model), harness, tasks, split, out, settings, augment=augment,

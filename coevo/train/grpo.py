@@ -61,6 +61,10 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
     console = console or Console(stderr=True)
     out_dir, model_dir = Path(out_dir), Path(model_dir)
     start = _start_point(out_dir, resume)
+    if start:
+        from coevo.train.lora import check_resume
+
+        check_resume(start, spec.lora, model_dir, ckpt.MARKER)
     resumed_from = ckpt.step_of(start) if start else 0
     if resumed_from >= spec.steps:
         console.print(f"{out_dir}: already at step {resumed_from} of {spec.steps}; nothing to train")
@@ -128,6 +132,10 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    if spec.lora.enabled:
+        from coevo.train import lora
+
+        model = lora.wrap(model, spec.lora, "GRPO spec", seed=spec.seed)
     dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
     policy = HFPolicy(model_dir, device=device, dtype=dtype)
     if spec.screen_samples:
@@ -154,6 +162,12 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
             "transformers.integrations")]:
         trainer.remove_callback(cb)
         trainer.add_callback(cb)
+    if spec.lora.enabled:
+        # The Trainer saves only the adapter: merge it into a plain model folder before publishing; a resume
+        # reloads the adapter from there (the Trainer would look for it at the folder's top).
+        trainer.add_callback(lora.adapter_callback())
+        trainer._load_from_checkpoint = lambda checkpoint, model=None: lora.load_adapter(model or trainer.model,
+                                                                                         checkpoint)
     info = {"base_model": str(model_dir), "harness": harness.name, "spec": spec.model_dump(mode="json")}
     trainer.add_callback(AtomicCheckpoints(out_dir, spec.keep_checkpoints, info))
     return trainer
@@ -169,11 +183,11 @@ def _optimizer(model, spec: GRPOSpec, args):
     if not spec.lr_multipliers:
         return None
     groups = {pattern: [] for pattern in [*spec.lr_multipliers, None]}
-    for name, param in model.named_parameters():
+    for name, param in ((n, p) for n, p in model.named_parameters() if p.requires_grad):  # LoRA: adapters only
         groups[next((p for p in spec.lr_multipliers if fnmatchcase(name, p)), None)].append(param)
     unmatched = [p for p in spec.lr_multipliers if not groups[p]]
     if unmatched:
-        names = [n for n, _ in model.named_parameters()]
+        names = [n for n, p in model.named_parameters() if p.requires_grad]
         raise ValueError(f"GRPO spec: lr_multipliers: {unmatched} match no parameter (names look like "
                          f"{names[0]!r}, {names[-1]!r})")
     cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(args, model)

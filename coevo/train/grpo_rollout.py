@@ -26,6 +26,7 @@ from coevo.rollout import rollout, save_trajectories
 from coevo.rollout.trajectory import Trajectory
 from coevo.train import mismatch as mm
 from coevo.train.grpo_spec import GRPOSpec
+from coevo.train.lora import sync_weights
 from coevo.train.timeline import Timeline
 
 
@@ -71,7 +72,7 @@ class GRPORollout:
         t0 = time.monotonic()
         step = self.last_step = trainer.state.global_step
         model = trainer.accelerator.unwrap_model(trainer.model)
-        self.policy.model.load_state_dict(model.state_dict())  # the "weight sync" to the rollout engine
+        sync_weights(self.policy.model, model)  # the "weight sync" to the rollout engine (LoRA: merged)
         timeline = Timeline()
         recorder = _Recorder(self.policy, timeline)
         trajectories = self._rollout(prompts, recorder, timeline, seed=self.spec.seed * 1_000_003 + step)

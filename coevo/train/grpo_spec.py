@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coevo.config import apply_overrides, validate
 from coevo.errors import ConfigError
+from coevo.train.lora import LoraSpec
 
 
 class GRPOSpecError(ConfigError, ValueError):
@@ -123,7 +124,11 @@ class GRPOSpec(BaseModel):
     """Self-SFT passes over the harvested examples."""
     sft_learning_rate: float = Field(1e-3, gt=0)
     """Self-SFT peak learning rate (cosine schedule)."""
-    # The two free-form sections close the spec: under them the rest of a dotted path is one key.
+    replay_ratio: float = Field(0.0, ge=0)
+    """Self-SFT: oracle demonstrations replayed per own success (each task's solution played under the same
+    harness, tasks the model did not solve first), so that a few successes do not erase what the warm start
+    taught; 0: own successes only."""
+    # The two free-form sections: under them the rest of a dotted path is one key.
     trl: dict[str, Any] = {}
     """Any other TRL `GRPOConfig` option, passed through as is (e.g. {"top_entropy_quantile": 0.2})."""
     lr_multipliers: dict[str, Annotated[float, Field(gt=0)]] = {}
@@ -131,6 +136,9 @@ class GRPOSpec(BaseModel):
     matching pattern wins, other parameters train at `learning_rate`. Every pattern must match a parameter.
     GRPO's first gain on a small model is sharpening the output distribution; the final norm's gain is
     its temperature, and at a rate safe for the rest of the model it moves too slowly for a short run."""
+    lora: LoraSpec = LoraSpec()
+    """LoRA adapters (coevo.train.lora) for GRPO and self-SFT; `lora.rank` 0 (the default): full weights.
+    Checkpoints stay plain model folders (adapter merged in; the adapter itself in their adapter/)."""
 
     def with_overrides(self, overrides: dict[str, Any]) -> GRPOSpec:
         """A new validated spec with dotted fields replaced: {"beta": 0.01, "mismatch.action": "skip"};

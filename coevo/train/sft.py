@@ -11,8 +11,10 @@ module only knows messages. Two facts about TRL's SFTTrainer shape it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from coevo.train.lora import LoraSpec
 
 
 @dataclass
@@ -31,6 +33,9 @@ class SFTSettings:
     threads: int | None = None
     """CPU threads for torch; None keeps torch's default (all cores). On a machine shared with other
     busy processes 1 is faster: OpenMP threads that wait for a busy core spin and steal time."""
+    lora: LoraSpec = field(default_factory=LoraSpec)
+    """LoRA adapters instead of full weights (rank > 0); the saved folder is still a plain model (merged,
+    the adapter in its adapter/ subfolder). A fresh tiny model needs full weights: it has little to adapt."""
 
 
 def token_count(tokenizer, messages: list[dict]) -> int:
@@ -74,6 +79,10 @@ def train_sft(model_dir: Path, conversations: list[list[dict]] | list[dict], out
     else:
         check_lengths(tokenizer, conversations, max_length, source)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    if settings.lora.enabled:
+        from coevo.train import lora
+
+        model = lora.wrap(model, settings.lora, f"{source}: SFT settings", seed=settings.seed)
     config = SFTConfig(
         output_dir=str(out), num_train_epochs=settings.epochs, learning_rate=settings.lr,
         per_device_train_batch_size=settings.batch_size, lr_scheduler_type="cosine",
@@ -86,7 +95,10 @@ def train_sft(model_dir: Path, conversations: list[list[dict]] | list[dict], out
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     trainer.train()
     out = Path(out)
-    trainer.save_model(str(out))
+    if settings.lora.enabled:
+        lora.save_merged(trainer.model, out)
+    else:
+        trainer.save_model(str(out))
     tokenizer.save_pretrained(out)  # keeps the original template (TRL's training variant is internal)
     model.generation_config.save_pretrained(out)
     return out

@@ -115,7 +115,8 @@ def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettin
     train_sft(model, [token_row(t) for t in good], out, settings, source=source)
     numbers = {"tasks": len(tasks), "oracle_passed": len(demonstrations(trajectories)), "extra_tasks": len(extra),
                "extra_passed": len(demonstrations(extra)), "conversations": len(good), "oracle_s": round(t_oracle, 1),
-               "sft_s": round(time.perf_counter() - t1, 1), "harness": names, "settings": asdict(settings),
+               "sft_s": round(time.perf_counter() - t1, 1), "harness": names,
+               "settings": {**asdict(settings), "lora": settings.lora.model_dump()},
                "left_out": _left_out(trajectories + extra)}
     (out / "warmstart.json").write_text(json.dumps(numbers, indent=1) + "\n")
     return numbers

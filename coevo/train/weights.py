@@ -2,7 +2,8 @@
 
     rl     GRPO (coevo.train.grpo) on the tasks given, screened as the spec says
     sft    self-SFT: harvest k episodes per task under the harness, fine-tune on the verified successes
-           (coevo.train.harvest), token in / token out
+           (coevo.train.harvest), token in / token out, mixed with `replay_ratio` oracle demonstrations
+           per own example (coevo.train.replay)
     auto   harvest first; GRPO on the frontier (tasks whose episodes disagree) when it holds at least
            `min_frontier` tasks, else self-SFT on the same harvest: the weights channel always has a signal
            as long as the model solves something
@@ -19,6 +20,7 @@ from pathlib import Path
 from coevo.train.grpo import TrainResult, train_grpo
 from coevo.train.grpo_spec import GRPOSpec
 from coevo.train.harvest import Harvest, harvest, save
+from coevo.train.replay import Replay, replay
 
 
 def train_weights(model_dir: Path, harness, tasks: list, out: Path, spec: GRPOSpec, resume: bool = False,
@@ -47,12 +49,33 @@ def train_weights(model_dir: Path, harness, tasks: list, out: Path, spec: GRPOSp
     if not h.rows:
         raise ValueError(f"self-SFT: no verified success to train on among {h.episodes} episodes under "
                          f"{harness.name} ({len(tasks)} tasks x {spec.harvest_samples}); the weights stay")
-    log(f"{spec.mode}: self-SFT on {len(h.rows)} examples" + (
-        f" ({len(frontier)} frontier tasks < {spec.min_frontier or spec.tasks_per_step})" if spec.mode == "auto" else ""))
-    self_sft(model_dir, h, done, spec)
-    result = TrainResult(done, out, 1, metrics=[{"step": 1, "mode_sft": 1.0, **h.summary()}])
-    result.summary = f"{spec.mode}: self-SFT, {h.describe()}"
+    mixed = replayed(model_dir, harness, tasks, h, spec, out, backend, image_map)
+    log(f"{spec.mode}: self-SFT on {len(h.rows)} own examples + {len(mixed.rows)} replayed oracle demonstrations"
+        + (f" ({len(frontier)} frontier tasks < {spec.min_frontier or spec.tasks_per_step})"
+           if spec.mode == "auto" else ""))
+    self_sft(model_dir, h, done, spec, extra=mixed.rows)
+    result = TrainResult(done, out, 1, metrics=[{"step": 1, "mode_sft": 1.0, **h.summary(), **mixed.summary()}])
+    result.summary = f"{spec.mode}: self-SFT, {h.describe()}; {describe_replay(mixed, spec)}"
     return result
+
+
+def replayed(model_dir: Path, harness, tasks: list, h: Harvest, spec: GRPOSpec, out: Path, backend: str,
+             image_map: dict[str, str] | None) -> Replay:
+    """The oracle demonstrations mixed into self-SFT (coevo.train.replay); none at replay_ratio 0."""
+    from coevo.train.grpo import training_harness
+
+    if not spec.replay_ratio:
+        return Replay()
+    return replay(model_dir, training_harness(harness, spec), tasks, h.never, len(h.rows), spec.replay_ratio, out,
+                  spec.seed, backend, image_map)
+
+
+def describe_replay(r: Replay, spec: GRPOSpec) -> str:
+    if not spec.replay_ratio:
+        return "no oracle replay"
+    missing = f", {len(r.left_out)} demonstrations did not pass and were left out" if r.left_out else ""
+    return (f"oracle replay: {len(r.rows)} demonstrations (replay_ratio {spec.replay_ratio:g} asked for "
+            f"{r.asked}){missing}")
 
 
 def grpo_summary(result: TrainResult, spec: GRPOSpec, tasks: int, prefix: str = "") -> TrainResult:
@@ -89,14 +112,16 @@ def sample_harvest(model_dir: Path, harness, tasks: list, spec: GRPOSpec, out: P
     return h
 
 
-def self_sft(model_dir: Path, h: Harvest, done: Path, spec: GRPOSpec) -> None:
-    """Fine-tune on the harvest's token rows; published by rename, so a killed run redoes it whole."""
+def self_sft(model_dir: Path, h: Harvest, done: Path, spec: GRPOSpec, extra: list[dict] = ()) -> None:
+    """Fine-tune on the harvest's token rows plus `extra` (replayed demonstrations); published by rename, so a
+    killed run redoes it whole."""
     from coevo.train.sft import SFTSettings, train_sft
 
     staging = done.with_name("sft.staging")
     shutil.rmtree(staging, ignore_errors=True)
-    settings = SFTSettings(epochs=spec.sft_epochs, lr=spec.sft_learning_rate, seed=spec.seed, warmup_ratio=0.0)
-    train_sft(model_dir, h.rows, staging, settings, source="self-SFT")
+    settings = SFTSettings(epochs=spec.sft_epochs, lr=spec.sft_learning_rate, seed=spec.seed, warmup_ratio=0.0,
+                           lora=spec.lora)
+    train_sft(model_dir, [*h.rows, *extra], staging, settings, source="self-SFT")
     for junk in staging.glob("checkpoint-*"):
         shutil.rmtree(junk, ignore_errors=True)
     staging.rename(done)
