@@ -124,12 +124,9 @@ def main() -> None:
         scratch = Path(tempfile.mkdtemp())
         model = build_tiny_model(scratch / "model", ROOT / "tasks")
     else:
-        try:
-            from coevo.models import resolve_model
+        from coevo.models import resolve_model
 
-            model = resolve_model(model)
-        except ImportError:
-            pass
+        model = resolve_model(model)
     old, new = HFPolicy(model, device="cpu", kv_cache=False), HFPolicy(model, device="cpu")
     assert new.decoder is not None, f"{model}: this model's attention has no cached path"
     # The evaluation as a user runs it, but for the turns and the temperature; wall time off, so that

@@ -36,13 +36,14 @@ class HFPolicy:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
+        from coevo.models import resolve_model
         from coevo.policy.kv import CachedDecoder
 
         if dtype not in DTYPES:
             raise ValueError(f"policy dtype {dtype!r}: valid are {', '.join(DTYPES)}")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.path, self.device = str(model), torch.device(device)
+        self.path, self.device = str(resolve_model(model)), torch.device(device)  # a folder, or a model's name
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
         self.model.to(self.device).eval()
