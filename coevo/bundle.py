@@ -88,4 +88,37 @@ def load_bundle(folder: str | Path) -> tuple[Any, Path, dict]:
     if missing:
         raise BundleError(f"{folder}: not a coevo bundle (missing {', '.join(missing)}; `coevo export` writes "
                           "harness.yaml, prompts/, model/ and report.json)")
-    return load_harness(folder / "harness.yaml"), folder / "model", json.loads((folder / "report.json").read_text())
+    try:
+        report = json.loads((folder / "report.json").read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BundleError(f"{folder / 'report.json'}: not valid JSON ({e}); `coevo export` writes it again") from None
+    check_weights(folder / "model")
+    return load_harness(folder / "harness.yaml"), folder / "model", report
+
+
+def check_weights(model_dir: str | Path) -> None:
+    """Every `*.safetensors` of a model folder is whole: its header parses and its tensors end inside the file.
+    A cut copy or a half-written checkpoint then fails here, naming the file, not deep in transformers."""
+    import struct
+
+    for weights in sorted(Path(model_dir).glob("*.safetensors")):
+        size = weights.stat().st_size
+        with open(weights, "rb") as f:
+            head = f.read(8)
+            length = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+            if not 0 < length <= size - 8:
+                raise BundleError(f"{weights}: truncated or not safetensors ({size} bytes, header length "
+                                  f"{length}); copy or export the model again")
+            try:
+                header = json.loads(f.read(length))
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise BundleError(f"{weights}: corrupt safetensors header ({e}); copy or export the model again"
+                                  ) from None
+        try:
+            end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+        except (AttributeError, KeyError, TypeError, IndexError):
+            raise BundleError(f"{weights}: corrupt safetensors header (no tensor offsets); copy or export the "
+                              "model again") from None
+        if 8 + length + end > size:
+            raise BundleError(f"{weights}: truncated: its tensors need {8 + length + end} bytes, the file has "
+                              f"{size}; copy or export the model again")

@@ -40,6 +40,9 @@ def read_yaml(path: str | Path, what: str, error: type[CoevoError] = ConfigError
         return yaml.safe_load(path.read_text())
     except OSError as e:
         raise error(f"{path}: cannot read {what} ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); a {what} "
+                    "is a UTF-8 YAML file") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""

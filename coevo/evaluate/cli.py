@@ -108,9 +108,12 @@ def build_policy(model: str, harness, tasks, base_url: str | None, dtype: str):
     elif model.startswith("openai:"):
         spec = {"backend": "openai", "model": model.removeprefix("openai:"), "base_url": base_url}
     else:  # a folder, or a model name: coevo.models says what is valid
+        from coevo.bundle import check_weights
         from coevo.models import resolve_model
 
-        spec = {"backend": "hf", "model": str(resolve_model(model)), "dtype": dtype}
+        folder = resolve_model(model)
+        check_weights(folder)  # a cut checkpoint: a message naming the file, not transformers' traceback
+        spec = {"backend": "hf", "model": str(folder), "dtype": dtype}
     return make_policy(spec, harness=harness, tasks=tasks)
 
 

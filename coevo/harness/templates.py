@@ -10,7 +10,6 @@ from typing import Any
 from jinja2 import (
     FileSystemLoader,
     StrictUndefined,
-    TemplateError,
     TemplateNotFound,
     TemplateSyntaxError,
     UndefinedError,
@@ -51,8 +50,12 @@ def render_template(prompts_dir: Path, filename: str, variables: dict[str, Any])
     except SecurityError as e:
         raise HarnessError(f"{_location(e.__traceback__, where)}: not allowed in a sandboxed template: "
                            f"{e} ({available})") from None
-    except (TemplateError, TypeError, ValueError) as e:
-        raise HarnessError(f"{_location(e.__traceback__, where)}: {type(e).__name__}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise HarnessError(f"{where}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                           "templates are UTF-8 Jinja files") from None
+    except Exception as e:  # noqa: BLE001 - a user's template is a boundary: whatever it raises (1 // 0, a bad
+        # filter argument) is an error in that file and line, not a traceback out of the harness
+        raise HarnessError(f"{_location(e.__traceback__, where)}: {type(e).__name__} while rendering: {e}") from None
 
 
 def _location(tb: TracebackType | None, where: Path) -> str:

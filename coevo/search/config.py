@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from coevo.config import read_mapping, validate
 from coevo.search.errors import SearchError
@@ -164,15 +164,29 @@ class SearchConfig(BaseModel):
     def run_dir(self) -> Path:
         return self.runs_dir / self.name
 
+    @property
+    def source(self) -> str:
+        """The file it was read from, for messages about its fields (else its name)."""
+        return self._source or f"search config '{self.name}'"
+
+    _source: str = PrivateAttr("")
+
 
 def load_config(path: str | Path, **overrides: Any) -> SearchConfig:
     """Read a config file; relative paths resolve against the repository-like root it sits in."""
+    from coevo.errors import CoevoError
+
     path = Path(path)
     data = read_mapping(path, "search config", SearchConfig, SearchError)
     data.setdefault("name", path.stem)
     data.update({k: v for k, v in overrides.items() if v is not None})
     config = validate(SearchConfig, data, str(path), SearchError)
-    return resolve_paths(config, _root_of(path))
+    try:
+        config = resolve_paths(config, _root_of(path))
+    except CoevoError as e:  # the model name: coevo.models says what is valid, this says where it was written
+        raise SearchError(f"{path}: field 'model': {e}") from None
+    config._source = str(path)
+    return config
 
 
 def _root_of(path: Path) -> Path:

@@ -61,19 +61,27 @@ class Inputs:
 
 
 def load_inputs(config: SearchConfig) -> Inputs:
+    from coevo.errors import CoevoError
     from coevo.harness import load_harness
     from coevo.search.instructions.lineage import with_run_prompts
     from coevo.search.space_check import load_space
     from coevo.tasks import load_taskset
 
-    phases = parse_schedule(config.schedule, "schedule")
+    phases = parse_schedule(config.schedule, f"{config.source}: schedule")
+    check_train_and_policy(config)
     base = load_harness(config.harness)
     if config.overrides:
-        base = base.with_overrides(config.overrides)
+        try:
+            base = base.with_overrides(config.overrides)
+        except CoevoError as e:
+            raise SearchError(f"{config.source}: overrides: {e}") from None
     space = load_space(config.space, base)
     check_greedy(config, space)
     base = with_run_prompts(base, space, config.run_dir)  # where GEPA's evolved templates resolve
-    taskset = load_taskset(config.tasks)
+    try:
+        taskset = load_taskset(config.tasks)
+    except CoevoError as e:
+        raise SearchError(f"{config.source}: tasks {config.tasks}: {e}") from None
     splits = {s: taskset.split(s) for s in ("train", "dev", "test")}
     empty = [s for s, tasks in splits.items() if not tasks]
     if empty:
@@ -88,6 +96,19 @@ def load_inputs(config: SearchConfig) -> Inputs:
                   dev_batches=batches(roles.evolve, plan.batches, config.seed),
                   test=stratified(roles.test, plan.test_tasks, config.seed), promotion=roles.promotion,
                   held_out=roles.held_out, origin=roles.origin)
+
+
+def check_train_and_policy(config: SearchConfig) -> None:
+    """`train:` and `policy:` are read only when a w-phase or an evaluation starts: checked now, so that a typo
+    is an error naming the config file before any work, not a crash after it."""
+    from coevo.policy import BACKENDS
+    from coevo.train.grpo_spec import spec_from_dict
+
+    spec_from_dict({**config.train, "report_to": "none"}, f"{config.source}: train")
+    backend = (config.policy or {}).get("backend", "hf")
+    if backend not in BACKENDS:
+        raise SearchError(f"{config.source}: field 'policy.backend': {backend!r} is not a policy backend (valid: "
+                          f"{', '.join(BACKENDS)})")
 
 
 def check_greedy(config: SearchConfig, space) -> None:

@@ -129,7 +129,19 @@ class Ledger:
 
 
 def load_state(path: Path) -> RunState:
-    return RunState.model_validate_json(path.read_text()) if path.exists() else RunState()
+    from pydantic import ValidationError
+
+    from coevo.search.errors import SearchError
+
+    if not path.exists():
+        return RunState()
+    try:
+        return RunState.model_validate_json(path.read_bytes())
+    except ValidationError as e:
+        problem = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'the file'}: {err['msg']}" for err in e.errors()[:3])
+        raise SearchError(f"{path}: damaged ({problem}); coevo writes it whole or not at all, so something else "
+                          "changed it: restore it from a backup, or start the search again under a new name "
+                          "(its Optuna studies and MLflow runs are kept)") from None
 
 
 def save_state(path: Path, state: RunState) -> None:

@@ -53,6 +53,10 @@ def _sqlalchemy_problem(url: str) -> str | None:
         parsed = make_url(url)
     except ArgumentError:
         return "not a SQLAlchemy URL"
+    try:
+        parsed.get_dialect()
+    except ArgumentError:  # NoSuchModuleError: mysql+nothing://, a typo'd driver
+        return f"SQLAlchemy has no database driver {parsed.drivername!r}"
     if parsed.get_backend_name() != "sqlite" and not (parsed.host and parsed.database):
         return "a server URL needs a host and a database name"
     if parsed.get_backend_name() == "sqlite" and not parsed.database:

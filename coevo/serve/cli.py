@@ -38,6 +38,13 @@ def serve(
     if not (model_dir / "config.json").is_file():
         typer.secho(f"error: {model_dir}: no config.json; give a Hugging Face checkpoint folder", fg="red", err=True)
         raise typer.Exit(2)
+    from coevo.bundle import BundleError, check_weights
+
+    try:
+        check_weights(model_dir)
+    except BundleError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(2) from None
     import uvicorn
 
     from coevo.policy.hf import HFPolicy

@@ -84,7 +84,15 @@ def check_task(folder: Path, backend: str = "local", image_map: dict[str, str] |
 
 
 def task_folders(paths: list[Path]) -> list[Path]:
-    return [folder for path in paths for folder, _, _ in find_task_folders(path)]
+    """The task folders of each path; a path that holds none is an error, not a check of nothing."""
+    found = []
+    for path in paths:
+        folders = [folder for folder, _, _ in find_task_folders(path)]
+        if not folders:
+            raise CoevoError(f"{path}: no task here: a task folder holds task.toml (with instruction.md, "
+                             "environment/ and tests/), a folder of tasks holds such folders or a manifest.json")
+        found += folders
+    return found
 
 
 def check_folders(folders: list[Path], jobs: int, on_done: Callable[[CheckRow], None] = lambda r: None,
@@ -99,13 +107,14 @@ def check_folders(folders: list[Path], jobs: int, on_done: Callable[[CheckRow], 
 
 def print_check_table(rows: list[CheckRow]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     failed = [r for r in rows if not r.ok]
     table = Table("task", "backend", "oracle", "nothing", "oracle s", "nothing s", "result",
                   title=f"coevo tasks check: {len(rows) - len(failed)}/{len(rows)} ok")
     for r in rows:
-        verdict = "[green]ok[/]" if r.ok else f"[red]FAIL[/] {r.error}"
+        verdict = "[green]ok[/]" if r.ok else f"[red]FAIL[/] {escape(r.error or '')}"  # '[verifier]' is no markup
         table.add_row(r.task, r.backend, _score(r.oracle), _score(r.nothing), f"{r.oracle_s:.2f}", f"{r.nothing_s:.2f}",
                       verdict)
     Console().print(table)

@@ -50,7 +50,7 @@ def list_tasks(
 def generate(
     out: Annotated[Path, typer.Option(help="Where to write the task folders and manifest.json.")] = TASKS,
     seed: Annotated[int, typer.Option(help="Same seed, same bytes.")] = 0,
-    per_family: Annotated[int, typer.Option(help="Instances per family.")] = 13,
+    per_family: Annotated[int, typer.Option(min=1, help="Instances per family.")] = 13,
 ) -> None:
     """Generate the bundled task suite (procedural families, train/dev/test splits)."""
     from collections import Counter

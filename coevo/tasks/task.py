@@ -125,6 +125,9 @@ def _load_config(toml_path: Path, name: str) -> TaskConfig:
         data = tomllib.loads(toml_path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise TaskError(f"task {name}: {toml_path} is not valid TOML: {e}") from e
+    except UnicodeDecodeError as e:
+        raise TaskError(f"task {name}: {toml_path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
+                        f"{e.start}); task.toml is UTF-8 TOML") from None
     return validate(TaskConfig, data, f"task {name}: {toml_path}", TaskError, name=toml_field)
 
 
@@ -139,7 +142,7 @@ class TaskSet:
         if name in (None, "", "all"):
             return list(self.tasks)
         if name not in SPLITS:
-            raise TaskError(f"unknown split '{name}'; valid: {', '.join(SPLITS)} or all")
+            raise TaskError(f"unknown split '{name}' (--split); valid: {', '.join(SPLITS)} or all")
         return [t for t in self.tasks if t.split == name]
 
     @property
