@@ -117,3 +117,13 @@ def test_coevo_eval_logs_a_run_with_every_failure_as_a_trace(make_task, tmp_path
     assert run.data.metrics["pass_at_1"] == 0.75 and run.data.metrics["traces"] == 3  # the failure + 2
     [failed] = _traces(uri, experiment.experiment_id, run.info.run_id, "tags.outcome = 'failed'")
     assert failed.info.tags["task"] == "broken" and failed.info.tags["role"] == "eval"
+
+
+def test_each_turn_shows_what_the_model_read_even_when_a_reply_left_the_chat():
+    from coevo.search.traces import _turn_inputs
+
+    chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "good reply"}, {"role": "user", "content": "output"}]
+    steps = [Step(reply="unparseable"), Step(reply="good reply"), Step(reply="last")]  # the first was dropped
+    assert [[m["content"] for m in turn] for turn in _turn_inputs(chat, steps)] == [
+        ["s", "task"], ["s", "task"], ["output"]]

@@ -145,7 +145,7 @@ class TraceWriter:
         t = start_ns + int(timing["start"] * 1e9)
         spans.add("sandbox start", "UNKNOWN", root, start_ns, t, False)
         verify_ns = end_ns - int(timing["verify"] * 1e9)
-        _turns(spans, root, steps, _turn_inputs(last.messages, len(steps)), t, max(t, verify_ns), timing["generate"])
+        _turns(spans, root, steps, _turn_inputs(last.messages, steps), t, max(t, verify_ns), timing["generate"])
         spans.add("verifier", "EVALUATOR", root, max(t, verify_ns), end_ns, not ok,
                   outputs={"reward": first.reward, "checks": first.checks, "verify_error": first.verify_error,
                            "passed": ok})
@@ -188,18 +188,26 @@ def _turns(spans: _Spans, root, steps: list, inputs: list, start_ns: int, end_ns
         t = turn_end
 
 
-def _turn_inputs(messages: list[dict], turns: int) -> list[list[dict]]:
-    """What the model read before each reply: the messages since its previous reply (the system and
-    instance prompt before the first). Under a context policy that elides, or a native agent that
-    re-renders its chat, the messages may not line up with the turns: a turn then gets none."""
-    out, pending = [], []
-    for message in messages:
-        if message.get("role") == "assistant":
-            out.append(pending)
-            pending = []
-        else:
-            pending.append({"role": message.get("role"), "content": message.get("content")})
-    return out[:turns] + [[] for _ in range(turns - len(out))]
+def _turn_inputs(messages: list[dict], steps: list) -> list[list[dict]]:
+    """What the model read before each reply: the messages since its previous reply in the chat (the system
+    and instance prompt before the first). A reply is found in the chat by its text; one that is not there
+    (dropped after a format error without feedback, or elided by the context policy) read the same
+    messages as the reply after it."""
+    out, i = [], 0
+    for step in steps:
+        match = next((k for k in range(i, len(messages)) if messages[k].get("role") == "assistant"
+                      and _text(messages[k]).strip() == step.reply.strip()), None)
+        stop = match if match is not None else next(
+            (k for k in range(i, len(messages)) if messages[k].get("role") == "assistant"), len(messages))
+        out.append([{"role": m.get("role"), "content": m.get("content")} for m in messages[i:stop]])
+        if match is not None:
+            i = match + 1
+    return out
+
+
+def _text(message: dict) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else json.dumps(content, default=str)
 
 
 class _Spans:
