@@ -17,7 +17,7 @@ from io import BytesIO
 from pathlib import Path
 
 from coevo.errors import SandboxError, SandboxUnavailableError
-from coevo.sandbox.shell import _LOOP, STATE_DIR, CappedOutput, ShellDied, pid_alive
+from coevo.sandbox.shell import _LOOP, STATE_DIR, CappedOutput, ShellDied, command_bytes, pid_alive
 
 LABEL = "coevo.sandbox"
 OWNER_LABEL = "coevo.owner"
@@ -94,7 +94,7 @@ class DockerShell:
         self._sock.sendall(b"\0")
 
     def send(self, command: str) -> None:
-        self._sock.sendall(command.replace("\0", "").encode() + b"\0")
+        self._sock.sendall(command_bytes(command))
 
     def read_until_sentinel(self, deadline: float | None, out: CappedOutput) -> tuple[int, str] | None:
         """Feed output into `out` until the sentinel; (status, cwd), or None at the deadline."""

@@ -78,6 +78,21 @@ class CappedOutput:
         return f"{head}\n[... {self.omitted} bytes omitted ...]\n{tail}"
 
 
+def command_bytes(command: str) -> bytes:
+    """A command as the shell reads it: NULs dropped (they would end it), then the NUL that ends it."""
+    return text_bytes(command.replace("\0", "")) + b"\0"
+
+
+def text_bytes(text: str) -> bytes:
+    """UTF-8, also for text a model wrote with lone surrogates (a client's decoding of bytes that were not
+    UTF-8): those become the bytes they stand for, or '?', so that the command runs instead of the sandbox
+    failing on its encoding."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
+
+
 class ShellDied(Exception):
     """The shell exited (an `exit` command, a crash) before printing its sentinel."""
 
@@ -102,7 +117,7 @@ class Shell:
         self._fd = self.proc.stdout.fileno()
 
     def send(self, command: str) -> None:
-        self.proc.stdin.write(command.replace("\0", "").encode() + b"\0")
+        self.proc.stdin.write(command_bytes(command))
         self.proc.stdin.flush()
 
     def read_until_sentinel(self, deadline: float | None, out: CappedOutput) -> tuple[int, str] | None:
@@ -217,7 +232,7 @@ class ShellCommands:
         return base64.b64decode(match.group(1))
 
     def write_file(self, path: str, data: bytes | str) -> None:
-        payload = base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+        payload = base64.b64encode(text_bytes(data) if isinstance(data, str) else data).decode()
         quoted = shlex.quote(path)
         command = f"mkdir -p -- \"$(dirname -- {quoted})\" && printf %s {payload} | base64 -d > {quoted}"
         result = self._run(command, self.timeout, 4096)

@@ -10,6 +10,7 @@ import asyncio
 import json
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from pydantic import ValidationError
@@ -168,8 +169,10 @@ async def completions(served: Served, request, session: str | None):
 
 
 def create_app(policy, tokenizer, model: str, *, context_length: int, api_key: str | None = None,
-               default_max_tokens: int = 512, window_s: float = 0.005, max_rows: int = 64, harness: str = "served"):
+               default_max_tokens: int = 512, window_s: float = 0.005, max_rows: int = 64, harness: str = "served",
+               sessions_dir: Path | None = None):
     """The app over a coevo Policy (the local HF model, or a scripted one for tests) and its tokenizer.
+    `sessions_dir`: the sessions' journal (see sessions.py); None keeps them in memory only.
 
     `api_key`: when set, every route needs `Authorization: Bearer <key>`. The key is compared in constant
     time and never written anywhere (no repr, log line or error message holds it).
@@ -180,7 +183,7 @@ def create_app(policy, tokenizer, model: str, *, context_length: int, api_key: s
     chat = ChatTemplate(tokenizer)
     engine = BatchingEngine(policy, chat, stop_token_ids(tokenizer), window_s=window_s, max_rows=max_rows,
                             streams=isinstance(policy, HFPolicy))
-    served = Served(model, chat, engine, SessionStore(chat, harness), context_length, default_max_tokens)
+    served = Served(model, chat, engine, SessionStore(chat, harness, sessions_dir), context_length, default_max_tokens)
 
     async def lifespan(app):
         engine.start()

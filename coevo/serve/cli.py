@@ -25,6 +25,9 @@ def serve(
     dtype: Annotated[str, typer.Option(help="float32 or bfloat16.")] = "float32",
     threads: Annotated[int, typer.Option(min=0, help="CPU threads for torch; 0: its default. On a busy CPU, 1 "
                                          "can be several times faster.")] = 0,
+    sessions_dir: Annotated[Path | None, typer.Option(
+        help="Journal every recorded session call in this folder (fsynced before the reply) and replay it at "
+             "start, so that a killed or restarted server keeps its sessions. Default: in memory only.")] = None,
 ) -> None:
     """Serve a local checkpoint: /v1/models, /v1/chat/completions, /v1/completions (streaming, logprobs,
     token ids) and per-episode recorded sessions at /sessions/{id}/v1."""
@@ -62,7 +65,8 @@ def serve(
     served_name = name or model_dir.resolve().name
     app = create_app(policy, policy.tokenizer, served_name, api_key=api_key, default_max_tokens=max_tokens,
                      context_length=policy.model.config.max_position_embeddings,
-                     window_s=batch_window_ms / 1000, max_rows=max_batch)
+                     window_s=batch_window_ms / 1000, max_rows=max_batch, sessions_dir=sessions_dir)
     auth = "bearer key required" if api_key else "no key"
-    typer.echo(f"coevo serve: {served_name} on http://{host}:{port}/v1 ({auth}); sessions at /sessions/ID/v1")
+    kept = f", journalled in {sessions_dir}" if sessions_dir else ""
+    typer.echo(f"coevo serve: {served_name} on http://{host}:{port}/v1 ({auth}); sessions at /sessions/ID/v1{kept}")
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -14,12 +14,19 @@ ids) adds only the new suffix, as environment tokens (mask 0). A call that does 
 history, a client keeping its own ids that re-tokenized a reply) starts a new segment, as LEGO-RL and TRL
 do. The segment it ends records in `drift` how many tokens the new prompt departed from it by (0 for a
 segment that was never broken).
+
+With a journal folder (`coevo serve --sessions-dir DIR`), every recorded call and every collected session
+is appended to DIR/journal.jsonl (flushed and fsynced before the reply goes out), and a server started on
+that folder replays it: a server killed or restarted keeps every session whose calls it answered.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from coevo import Completion
 from coevo.rollout.tokens import ChatTemplate, TokenBuffer, token_drift
@@ -38,13 +45,41 @@ class SessionStore:
     """Sessions by id, each a list of Trajectory segments. Thread-safe: the server records while an
     in-process caller (a native agent's runner) reads."""
 
-    def __init__(self, chat: ChatTemplate, harness: str = "served"):
+    def __init__(self, chat: ChatTemplate, harness: str = "served", journal: Path | None = None):
         self.chat, self.harness = chat, harness
         self._segments: dict[str, list[Trajectory]] = {}
         self._chats: dict[str, ChatState] = {}
         self._pending: dict[str, TokenBuffer] = {}
         """The buffer `chat_prompt` last fed to the model, kept once the call it fed is recorded."""
         self._lock = threading.Lock()
+        self._journal = None
+        if journal is not None:
+            path = Path(journal) / "journal.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._replay(path)
+            self._journal = open(path, "a")  # noqa: SIM115 - open for the server's life
+
+    def _replay(self, path: Path) -> None:
+        """Record again what the journal holds, calls and collections in order (a line cut by a kill is skipped)."""
+        lines = path.read_text().splitlines() if path.exists() else []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if entry.get("collected"):
+                self.pop(entry["session"])
+                continue
+            if entry["messages"]:
+                self.chat_prompt(entry["session"], entry["messages"])
+            completion = Completion(entry["text"], entry["token_ids"], entry["logprobs"], entry["finish_reason"])
+            self.record(entry["session"], entry["prompt_ids"], completion, entry["messages"])
+
+    def _log(self, entry: dict) -> None:
+        if self._journal is not None:
+            self._journal.write(json.dumps(entry) + "\n")
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
 
     def chat_prompt(self, session: str, messages: list[dict]) -> list[int] | None:
         """The ids to feed for a chat call: the session's buffer plus the new messages, when `messages`
@@ -77,6 +112,9 @@ class SessionStore:
             self._continue_chat(session, prompt_ids, completion, messages)
             if messages:
                 segment.messages = self._chats[session].messages
+            self._log({"session": session, "prompt_ids": list(prompt_ids), "text": completion.text,
+                       "token_ids": completion.token_ids, "logprobs": completion.logprobs,
+                       "finish_reason": completion.finish_reason, "messages": messages})
 
     def _continue_chat(self, session: str, prompt_ids: list[int], completion: Completion, messages: list[dict]):
         """Keep the chat's buffer for the next call: the one `chat_prompt` fed, or a fresh one."""
@@ -111,7 +149,10 @@ class SessionStore:
         with self._lock:
             self._chats.pop(session, None)
             self._pending.pop(session, None)
-            return self._segments.pop(session, None)
+            found = self._segments.pop(session, None)
+            if found is not None:
+                self._log({"session": session, "collected": True})
+            return found
 
     def ids(self) -> list[str]:
         with self._lock:
