@@ -111,7 +111,7 @@ def _files_holding(text: str, *roots: Path) -> list[Path]:
 
 def test_a_canary_api_key_reaches_no_trajectory_store_or_bundle(redteam, suite, tmp_path):
     """With a key in the host environment, an agent that dumps its environment, a whole search, its
-    MLflow and Optuna stores and the exported bundle: the key is nowhere."""
+    MLflow and Optuna stores (episode traces included) and the exported bundle: the key is nowhere."""
     from search_helpers import write_config
 
     from coevo.harness import load_harness, render_action
@@ -130,6 +130,14 @@ def test_a_canary_api_key_reaches_no_trajectory_store_or_bundle(redteam, suite, 
     save_trajectories(tmp_path / "trajectories.jsonl", trajectories)
     config = load_config(write_config(tmp_path, suite, plan={"trials": 2, "dev_tasks": 4, "batches": 1}))
     Search(config, log=lambda line: None).run()
+    from coevo.search.tracking import Tracker, default_uri
+
+    tracker = Tracker(default_uri(config.run_dir), config.name, config.run_dir / "mlartifacts")
+    run_id = tracker.start("env dump")
+    assert tracker.episodes(run_id, trajectories, 1) == 1  # the dump as a trace, beside the search's own
+    [dumped] = tracker.client.search_traces(locations=[tracker.experiment_id], run_id=run_id)
+    assert "PATH=" in str([span.outputs for span in dumped.data.spans])
+    assert len(tracker.client.search_traces(locations=[tracker.experiment_id], max_results=1000)) > 1
     subprocess.run([sys.executable, "-m", "coevo.cli", "export", str(config.run_dir), "--out",
                     str(tmp_path / "bundle")], cwd=REPO, check=True, capture_output=True)
     assert (tmp_path / "bundle" / "report.json").is_file() and (config.run_dir / "mlflow.db").is_file()
