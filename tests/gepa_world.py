@@ -1,4 +1,4 @@
-"""The scripted world of the GEPA tests and benchmarks/gepa.py, behind real HTTP endpoints on 127.0.0.1.
+"""The scripted world of the GEPA tests and benchmarks/gepa_search.py, behind real HTTP endpoints on 127.0.0.1.
 
 - Tasks: "Put the number N into the answer file." Each verifier writes reward.json with two checks whose
   names say what it wants: "write the answer to /app/answer.txt" and "end the answer with a newline".

@@ -10,7 +10,7 @@ import re
 import time
 from pathlib import Path
 
-from coevo.models import cache
+import coevo.models.cache as cache  # noqa: PLR0402 - `from coevo.models import` would be an import circle
 from coevo.models.errors import ModelError
 from coevo.models.gguf_file import inspect_gguf, sha256
 from coevo.models.progress import steps

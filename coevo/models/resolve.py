@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from coevo.models import cache
+import coevo.models.cache as cache  # noqa: PLR0402 - `from coevo.models import` would be an import circle
 from coevo.models.errors import ModelError
 from coevo.models.registry import REGISTRY
 

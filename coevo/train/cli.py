@@ -125,14 +125,16 @@ def train(
         spec = spec_from_dict(data, source=str(config or "GRPO spec"))
         flags = {"steps": steps, "group_size": group_size, "tasks_per_step": tasks_per_step,
                  "learning_rate": lr, "reward": reward, "rollout_dtype": rollout_dtype, "seed": seed}
-        overrides = {k: v for k, v in flags.items() if v is not None}
+        spec = spec.with_overrides({k: v for k, v in flags.items() if v is not None})
         for item in set_ or []:
             key, sep, value = item.partition("=")
             if not sep:
                 fields = ", ".join(GRPOSpec.model_fields)
                 fail(f"--set {item!r}: expected FIELD=VALUE (fields: {fields})")
-            overrides[key.strip()] = yaml.safe_load(value)
-        spec = spec.with_overrides(overrides)
+            try:  # one at a time, so the error names the --set that caused it
+                spec = spec.with_overrides({key.strip(): yaml.safe_load(value)})
+            except (CoevoError, ValueError) as e:
+                fail(f"--set {item!r}: {e}")
         task_list = load_taskset(tasks).split(split)[:max_tasks]
         checked_backends(task_list, backend)
         loaded = load_harness(harness)

@@ -16,7 +16,7 @@ feedback. Every score is real episodes in real sandboxes on the evolve tasks (me
 evaluation that measured it. "Wall per candidate": seconds per proposal (GEPA: reflection + minibatch
 evaluations, rejected proposals included) or per trial (Optuna).
 
-    .venv/bin/python benchmarks/gepa.py [--seeds 3] [--evolve 6] [--budget 60] [--trials 12]
+    .venv/bin/python benchmarks/gepa_search.py [--seeds 3] [--evolve 6] [--budget 60] [--trials 12]
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# This file is named gepa.py: with its own folder first on sys.path, `import gepa` would import it.
-sys.path = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
+# Not named gepa.py: with this folder first on sys.path, `import gepa` (dspy's) would import this file.
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
