@@ -55,3 +55,16 @@ def test_overlapping_roles_are_an_error_naming_config_and_tasks(suite):
     with pytest.raises(SearchError, match=r"my\.yaml: the evolve and promotion tasks overlap in 1 task") as e:
         check_disjoint(Splits(evolve=dev, promotion=dev[:1], test=[]), "my.yaml")
     assert dev[0].name in str(e.value)
+
+
+def test_the_held_out_block_can_be_cut_or_dropped(suite):
+    from coevo.search.inputs import held_out
+
+    block = [t for t in load_taskset(suite).split("test")
+             if t.family in set(generated_manifest(suite)["held_out_families"])]
+    assert held_out(block, None, 0) == block
+    assert held_out(block, 0, 0) == []
+    cut = held_out(block, 2, 0)
+    names = {t.name for t in block}
+    assert len(cut) == 2 and {t.name for t in cut} <= names
+    assert len({t.family for t in cut}) == min(2, len({t.family for t in block}))  # stratified

@@ -71,6 +71,9 @@ class Splits(BaseModel):
     folders: their test split). Held-out families are scored as a block of their own."""
     test_seed: int = 0
     """Seed of the test draw, apart from the run's seed, so that runs with other seeds share one test."""
+    held_out: int | None = Field(None, ge=0)
+    """Held-out-family tasks each final row is also scored on (family-stratified subset; 0: none, which
+    a slow model may need; unset: all of them)."""
 
 
 SEARCH_TRAIN_DEFAULTS = {"tasks_per_step": 4, "group_size": 4, "save_rollouts": False, "keep_checkpoints": 1}

@@ -95,7 +95,13 @@ def load_inputs(config: SearchConfig) -> Inputs:
                   train=stratified(splits["train"], plan.train_tasks, config.seed), dev=roles.evolve,
                   dev_batches=batches(roles.evolve, plan.batches, config.seed),
                   test=stratified(roles.test, plan.test_tasks, config.seed), promotion=roles.promotion,
-                  held_out=roles.held_out, origin=roles.origin)
+                  held_out=held_out(roles.held_out, config.splits.held_out, config.splits.test_seed),
+                  origin=roles.origin)
+
+
+def held_out(tasks: list, n: int | None, seed: int) -> list:
+    """The held-out block of the final table: all of it, or a family-stratified subset of `n` (0: none)."""
+    return tasks if n is None else stratified(tasks, n, seed) if n else []
 
 
 def check_train_and_policy(config: SearchConfig) -> None:

@@ -196,11 +196,12 @@ def check_estimate(c: Context) -> str:
     decisions = h_phases + 2 * w_phases + (2 if c.config.arms else 0)
     pairs = 6 if c.config.arms else 4
     gepa = h_phases * sum(p.evolve.budget for p in c.space.params if isinstance(p, EvolveParam)) if c.space else 0
+    held = c.splits["test"] if c.config.splits.held_out is None else min(c.config.splits.held_out, c.splits["test"])
     episodes = plan.samples * (trials * plan.dev_tasks + 2 * decisions * c.config.splits.promotion
-                               + pairs * (plan.test_tasks + c.splits["test"])) + gepa
+                               + pairs * (plan.test_tasks + held)) + gepa
     count = (f"at most {trials} trials x {plan.dev_tasks} evolve tasks, {gepa} GEPA episodes, {decisions} promotion "
              f"decisions x 2 x {c.config.splits.promotion} tasks, {pairs} final pairs x ({plan.test_tasks} test + "
-             f"{c.splits['test']} held-out), x {plan.samples} sample(s) = {episodes} episodes")
+             f"{held} held-out), x {plan.samples} sample(s) = {episodes} episodes")
     return (f"one oracle episode ({task.name}) took {seconds:.1f}s; {count} ~ {_duration(episodes * seconds)} serial "
             "at oracle speed (model generation and training not included)")
 
