@@ -238,3 +238,39 @@ def test_coevo_check_reaches_the_servers_and_names_one_that_does_not_answer(serv
     with pytest.raises(ValueError, match="cannot reach it: .*password authentication failed") as failed:
         probe_server(wrong)
     assert "wrong-pw" not in str(failed.value)
+
+
+def test_coevo_ui_on_a_tracking_server_links_its_ui_and_starts_only_optuna_dashboard(servers, tmp_path):
+    """A run whose store is an MLflow server: that server is the UI (coevo ui starts no second one and
+    prints the server's URL); --optuna starts optuna-dashboard on the run's PostgreSQL storage."""
+    import optuna
+    import yaml
+    from mlflow import MlflowClient
+    from servers import free_port
+
+    from coevo.search.stores import engine_url
+
+    cluster, tracking = servers
+    folder = tmp_path / "ui-remote"
+    folder.mkdir()
+    (folder / "config.yaml").write_text(yaml.safe_dump({"name": "ui-remote", "tracking_uri": tracking,
+                                                        "storage": cluster.url()}))
+    experiment = MlflowClient(tracking).create_experiment("ui-remote")
+    optuna.create_study(study_name="ui-remote-h1", storage=engine_url(cluster.url()))
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "coevo.cli", "ui", str(folder), "--optuna", "--optuna-port",
+                                str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, deadline = [], time.monotonic() + 300
+    while time.monotonic() < deadline and not any(line.startswith("optuna-dashboard:") for line in lines):
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+    out = "".join(lines)
+    assert f"MLflow UI:        {tracking.rstrip('/')}/#/experiments/{experiment}/runs" in out, out
+    assert not (folder / "mlflow-ui.log").exists() and PASSWORD not in out
+    import urllib.request
+
+    assert b"ui-remote-h1" in urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=30).read()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0

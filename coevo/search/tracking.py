@@ -7,7 +7,8 @@ Layout in the store (experiment = the run name):
       w0 / h1 / w1 / h2 / test     phase runs (tags: phase, generation, checkpoint); GRPO metrics in w runs
         h1 #3, rescore ..., ...    trial / evaluation runs: params = flattened harness, metrics = pass@1
                                    with CI, reward, turns, format errors, timeouts, tokens, per family;
-                                   artifacts = harness.yaml, rendered prompts, trajectory sample, per_task.csv
+                                   artifacts = harness.yaml, rendered prompts, trajectory sample, per_task.csv;
+                                   traces = sampled episodes (every failure on test rows), coevo/search/traces.py
 
 What MLflow (3.17) would otherwise decide for us, and why we do not let it: the URI is always explicit
 (sqlite:///... by default), since MLflow's default store lives in whatever directory the command ran from;

@@ -40,11 +40,12 @@ def prepare(folder: Path) -> tuple[str, str | None, str, str]:
     from mlflow import MlflowClient
 
     from coevo.search.errors import SearchError
+    from coevo.search.stores import engine_url
     from coevo.search.tracking import KIND, KIND_TAG, store_of
 
     uri, artifacts = store_of(folder)
     config = yaml.safe_load((folder / "config.yaml").read_text())
-    storage = config.get("storage") or f"sqlite:///{(folder / 'optuna.db').resolve()}"
+    storage = engine_url(config.get("storage") or f"sqlite:///{(folder / 'optuna.db').resolve()}")
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name(config["name"])
     if experiment is None:
@@ -121,29 +122,35 @@ def _signal_group(pgid: int, sig: int) -> None:
 def serve(folder: Path, port: int, optuna: bool, optuna_port: int, log=print) -> int:
     """Start the servers, print their URLs, and wait until one exits or this process is told to stop
     (SIGINT, SIGTERM); then stop them all. The exit status: 0 when told to stop, else the server's."""
+    from coevo.search.stores import redact
+
     uri, artifacts, storage, experiment_id = prepare(folder)
     bin_dir = Path(sys.executable).parent
     servers = Servers()
-    stop = {"signal": None}
 
-    def on_signal(signum, _frame):
-        stop["signal"] = signum
-        raise KeyboardInterrupt
+    def on_signal(_signum, _frame):
+        raise KeyboardInterrupt  # SIGTERM as Ctrl-C: one way out, through the clean-up below
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        mlflow = [str(bin_dir / "mlflow"), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port",
-                  str(port), "--workers", "1"] + (["--default-artifact-root", artifacts] if artifacts else [])
-        servers.start("mlflow", mlflow, {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}, folder / "mlflow-ui.log")
-        urls = {"mlflow": f"http://127.0.0.1:{port}/health"}
+        remote = uri.startswith(("http://", "https://"))  # a tracking server is its own UI
+        urls = {}
+        if not remote:
+            mlflow = [str(bin_dir / "mlflow"), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port",
+                      str(port), "--workers", "1"] + (["--default-artifact-root", artifacts] if artifacts else [])
+            servers.start("mlflow", mlflow, {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}, folder / "mlflow-ui.log")
+            urls["mlflow"] = f"http://127.0.0.1:{port}/health"
         if optuna:
             servers.start("optuna-dashboard", [str(bin_dir / "optuna-dashboard"), storage, "--host", "127.0.0.1",
                                                "--port", str(optuna_port), "--quiet"], log=folder / "optuna-dashboard.log")
             urls["optuna-dashboard"] = f"http://127.0.0.1:{optuna_port}/api/meta"
-        log(f"starting the servers for {folder} (logs: {folder}/mlflow-ui.log"
-            + (f", {folder}/optuna-dashboard.log)" if optuna else ")"))
+        if not servers.children:
+            raise RuntimeError(f"{folder}: its MLflow store is the tracking server {redact(uri)}, which serves its own "
+                               f"UI: open {redact(mlflow_url(uri, experiment_id))} (add --optuna for optuna-dashboard)")
+        log(f"starting the servers for {folder} (logs in {folder}: "
+            + ", ".join(f"{name.replace('mlflow', 'mlflow-ui')}.log" for name, _ in servers.children) + ")")
         servers.wait_ready(urls)
-        log(f"MLflow UI:        {mlflow_url(port, experiment_id)}")
+        log(f"MLflow UI:        {redact(mlflow_url(uri if remote else f'http://127.0.0.1:{port}', experiment_id))}")
         if optuna:
             log(f"optuna-dashboard: http://127.0.0.1:{optuna_port}/dashboard/")
         log("Ctrl-C stops them.")
@@ -163,8 +170,8 @@ def serve(folder: Path, port: int, optuna: bool, optuna_port: int, log=print) ->
             signal.signal(s, handler)
 
 
-def mlflow_url(port: int, experiment_id: str) -> str:
+def mlflow_url(base: str, experiment_id: str) -> str:
     """The experiment's runs table in the saved view, in the UI's model-training mode (MLflow 3.17 picks
     GenAI or model training from this switch, not from the experiment's kind tag, once the switch shows)."""
-    return (f"http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    return (f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
             f"&viewStateShareKey={VIEW_KEY}")
