@@ -16,6 +16,7 @@ stored in a repr, a log line or an error.
 from __future__ import annotations
 
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 from coevo import Completion, GenerationRequest, SamplingParams
@@ -67,7 +68,7 @@ class OpenAIPolicy:
         content = choice.logprobs.content if choice.logprobs is not None else None
         logprobs = [t.logprob for t in content] if content else []
         reason = "length" if choice.finish_reason == "length" else "stop"
-        return Completion(choice.message.content or "", [], logprobs, finish_reason=reason)
+        return Completion(_valid_unicode(choice.message.content or ""), [], logprobs, finish_reason=reason)
 
     def _tokens(self, request: GenerationRequest, params: SamplingParams) -> Completion:
         extra = {"seed": params.seed} if params.seed is not None else {}
@@ -82,4 +83,14 @@ class OpenAIPolicy:
             raise ValueError(f"openai policy (token mode): {self.base_url} returned no token ids with one logprob "
                              "each; it needs a server that honours return_token_ids (coevo serve, vLLM >= 0.10.2)")
         reason = "length" if choice.finish_reason == "length" else "stop"
-        return Completion(choice.text, ids, logprobs, finish_reason=reason)
+        return Completion(_valid_unicode(choice.text), ids, logprobs, finish_reason=reason)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_unicode(text: str) -> str:
+    """A reply whose JSON escapes a lone surrogate (\\udcff: a server passing on undecodable bytes) would
+    decode to a str that no UTF-8 writer takes, so the episode's trajectory, trace and log could not be
+    saved; each lone surrogate becomes U+FFFD, as a UTF-8 decoder would make of the bytes."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
