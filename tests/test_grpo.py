@@ -228,3 +228,21 @@ def test_rewards_groups_and_placeholder_rows():
     assert no_signal_groups([1.0, 1.0, 0.0, 1.0, None, 0.0], 2) == [0, 2]
     rows = rows_from_trajectories([broken], pad_id=7)
     assert rows == {"prompt_ids": [[7]], "completion_ids": [[7]], "logprobs": [[0.0]], "env_mask": [[0]]}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (root)")
+def test_a_full_disk_under_a_checkpoint_is_a_clear_error_and_resume_finishes(tiny, coin_tasks, harness, tmp_path):
+    from coevo.train.grpo import train_grpo
+
+    run = tmp_path / "run"
+    run.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(run)], check=True)
+    try:
+        with pytest.raises(OSError, match=r"\.staging: writing a checkpoint failed .*No space left.*--resume"):
+            train_grpo(tiny, harness, tasks_of(coin_tasks), run, spec(steps=1))
+        assert not (run / ".staging").exists() and not list(run.glob("checkpoints/checkpoint-*"))
+        subprocess.run(["mount", "-o", "remount,size=256m", str(run)], check=True)
+        result = train_grpo(tiny, harness, tasks_of(coin_tasks), run, spec(steps=1), resume=True)
+        assert result.steps == 1 and (run / "checkpoints" / "checkpoint-1" / "model.safetensors").is_file()
+    finally:
+        subprocess.run(["umount", "-l", str(run)], check=False)

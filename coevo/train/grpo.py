@@ -54,6 +54,7 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
     """Train `model_dir` with GRPO on `tasks` under `harness`; checkpoints and metrics go to `out_dir`.
     Episodes run in `backend`'s sandboxes (local, docker or auto; see coevo.sandbox.make_sandbox)."""
     from rich.console import Console
+    from safetensors import SafetensorError
 
     from coevo.train import checkpoint as ckpt
 
@@ -84,6 +85,9 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
     try:
         trainer.train(resume_from_checkpoint=str(start) if start else None)
         failed = False
+    except SafetensorError as e:  # the Trainer writing weights (a full disk): an OSError to the callers
+        raise OSError(f"{out_dir / ckpt.STAGING}: writing a checkpoint failed ({e}); the published checkpoints "
+                      "are whole: make room and continue with --resume") from e
     finally:
         ckpt.clear_staging(out_dir)
         if "mlflow" in trainer.args.report_to:
