@@ -98,3 +98,55 @@ def test_broken_verifiers_are_verifier_errors_and_a_healthy_neighbour_passes(mak
     assert episodes["healthy"].reward == 1.0
     for name, (_, cause) in verifiers.items():
         assert episodes[name].reward == 0 and cause in (episodes[name].verify_error or ""), episodes[name]
+
+
+def _bwrap_running(mark: str) -> int | None:
+    """The bwrap sandbox around the process whose command line holds `mark`."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or mark.encode() not in (proc / "cmdline").read_bytes():
+                continue
+            pid = int(proc.name)
+            while pid > 1:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                if stat.split("(", 1)[1].startswith("bwrap"):
+                    return pid
+                pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+    return None
+
+
+def test_a_sandbox_killed_from_the_host_costs_its_episode_only(make_task, tmp_path):
+    import os
+    import signal
+    import time
+
+    from coevo.harness import load_harness, render_action
+    from coevo.policy.scripted import ScriptedPolicy
+    from coevo.rollout import rollout
+    from coevo.tasks import load_task
+
+    mark = f"coevo-victim-{os.getpid()}-{time.monotonic_ns()}"
+    harness = load_harness(HARNESS).with_overrides({"limits.max_turns": 3})
+    tasks = [load_task(make_task(name)) for name in ("victim", "bystander")]
+
+    def reply(request, turn):
+        command = f"(exec -a {mark} sleep 20)" if "victim" in request.meta.get("task", "") else "sleep 3"
+        return render_action(harness, [f"{command}; echo 42 > /app/answer.txt"], submit=False) if turn == 0 \
+            else render_action(harness, [], submit=True)
+
+    def killer():
+        deadline = time.monotonic() + 60
+        while (box := _bwrap_running(mark)) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if box:
+            os.kill(box, signal.SIGKILL)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    victim, bystander = rollout(tasks, harness, ScriptedPolicy(reply))
+    thread.join(5)
+    assert time.monotonic() - started < 20  # the kill ended the victim's command, not its 20 s sleep
+    assert victim.status is not None and victim.reward == 0 and bystander.reward == 1.0

@@ -222,3 +222,16 @@ def test_a_run_that_stops_on_an_error_keeps_its_traceback_and_says_how_to_resume
     assert log.startswith("Traceback") and "robustness_table" in log and "KeyError: 'model_settings'" in log
     assert message.startswith("the search stopped: KeyError: 'model_settings'")
     assert f"coevo search --resume {tmp_path / 'runs' / 'native'}" in message and str(tmp_path / "runs") in message
+
+
+def test_a_damaged_state_json_is_refused_naming_the_file(tmp_path):
+    """benchmarks/faults.py cuts a finished run's state.json and resumes it through the CLI."""
+    from coevo.search.errors import SearchError
+    from coevo.search.state import RunState, load_state, save_state
+
+    path = tmp_path / "state.json"
+    save_state(path, RunState(phases_done=2, done=True))
+    assert load_state(path).phases_done == 2
+    path.write_text(path.read_text()[:40])
+    with pytest.raises(SearchError, match=r"state\.json: damaged \(.*\); coevo writes it whole"):
+        load_state(path)
