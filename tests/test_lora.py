@@ -182,8 +182,37 @@ def test_self_sft_mixes_replayed_oracle_demonstrations_and_logs_both_counts(tiny
     # frontier: its 1 success x gap weight 2 -> 1; always: 1 copy -> 2 own examples; ceil(0.5 x 2) = 1 replayed
     assert (m["harvest/examples"], m["replay/oracle_examples"], m["replay/asked"]) == (2, 1.0, 1.0)
     assert "self-SFT on 2 own examples + 1 replayed oracle demonstrations" in lines[-1]
-    assert "oracle replay: 1 demonstrations (replay_ratio 0.5 asked for 1)" in result.summary
+    assert "oracle replay: 1 demonstrations (replay_ratio 0.5, replay_min 0 asked for 1)" in result.summary
     [replayed] = load_trajectories(out / "replay.jsonl")
     assert replayed.task == "never" and replayed.reward == 1.0  # never-solved tasks come first
+    before, after = weights(tiny), weights(result.checkpoint)
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_replay_min_trains_a_model_that_solved_nothing_on_oracle_demonstrations(tiny, make_task, harness, tmp_path):
+    """A model as shipped may solve nothing under a harness: with replay_min the weights channel still
+    trains, on verified oracle episodes rendered under that harness; without it, it says why it cannot."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from coevo.policy.scripted import ScriptedPolicy
+    from coevo.rollout import rollout, save_trajectories
+    from coevo.tasks import load_task
+    from coevo.train.grpo import training_harness
+    from coevo.train.grpo_spec import GRPOSpec
+    from coevo.train.weights import train_weights
+
+    tasks = [load_task(make_task(name)) for name in ("never", "nor-this")]
+    spec = GRPOSpec(mode="sft", harvest_samples=1, sft_epochs=1, sft_learning_rate=1e-3)
+    h = training_harness(harness.with_overrides({"limits.max_turns": 3}), spec)
+    failed = rollout(tasks, h, ScriptedPolicy([WRONG], tokenizer=AutoTokenizer.from_pretrained(tiny)))
+    for name in ("plain", "min"):
+        save_trajectories(tmp_path / name / "harvest.jsonl", failed)
+    with pytest.raises(ValueError, match="no verified success to train on"):
+        train_weights(tiny, h, tasks, tmp_path / "plain", spec)
+    result = train_weights(tiny, h, tasks, tmp_path / "min", spec.with_overrides({"replay_min": 2}))
+    m = result.metrics[0]
+    assert (m["harvest/examples"], m["replay/oracle_examples"], m["replay/asked"]) == (0, 2.0, 2.0)
+    assert "replay_min 2 asked for 2" in result.summary
     before, after = weights(tiny), weights(result.checkpoint)
     assert any(not torch.equal(before[k], after[k]) for k in before)

@@ -128,6 +128,10 @@ class GRPOSpec(BaseModel):
     """Self-SFT: oracle demonstrations replayed per own success (each task's solution played under the same
     harness, tasks the model did not solve first), so that a few successes do not erase what the warm start
     taught; 0: own successes only."""
+    replay_min: int = Field(0, ge=0)
+    """Self-SFT: at least this many oracle demonstrations, own successes or not. A model as shipped that
+    solves nothing yet still learns the harness's action format from verified oracle episodes rendered
+    under that very harness (a harness-aware warm start); 0: replay_ratio alone decides."""
     # The two free-form sections: under them the rest of a dotted path is one key.
     trl: dict[str, Any] = {}
     """Any other TRL `GRPOConfig` option, passed through as is (e.g. {"top_entropy_quantile": 0.2})."""

@@ -23,7 +23,7 @@ class Replay:
     rows: list[dict] = field(default_factory=list)
     """Token rows of the passing oracle demonstrations, as the harvest's rows."""
     asked: int = 0
-    """Demonstrations wanted: ceil(replay_ratio x own examples)."""
+    """Demonstrations wanted: ceil(replay_ratio x own examples), at least replay_min."""
     tasks: list[str] = field(default_factory=list)
     """Tasks whose demonstrations went in."""
     left_out: list[str] = field(default_factory=list)
@@ -34,8 +34,8 @@ class Replay:
                 "replay/left_out": float(len(self.left_out))}
 
 
-def replay_count(own: int, ratio: float) -> int:
-    return math.ceil(own * ratio - 1e-9)
+def replay_count(own: int, ratio: float, minimum: int = 0) -> int:
+    return max(math.ceil(own * ratio - 1e-9), minimum)
 
 
 def ordered(tasks: list, never: set[str], seed: int) -> list:
@@ -49,8 +49,9 @@ def ordered(tasks: list, never: set[str], seed: int) -> list:
 
 
 def replay(model_dir: Path, harness, tasks: list, never: list[str], own: int, ratio: float, out: Path,
-           seed: int = 0, backend: str = "local", image_map: dict[str, str] | None = None) -> Replay:
-    """`ceil(ratio x own)` oracle demonstrations under `harness`, tokenized by `model_dir`'s tokenizer. The
+           seed: int = 0, backend: str = "local", image_map: dict[str, str] | None = None,
+           minimum: int = 0) -> Replay:
+    """`ceil(ratio x own)` (at least `minimum`) oracle demonstrations under `harness`, tokenized by `model_dir`'s tokenizer. The
     episodes are kept in out/replay.jsonl: a resumed run reuses them."""
     from transformers import AutoTokenizer
 
@@ -58,7 +59,7 @@ def replay(model_dir: Path, harness, tasks: list, never: list[str], own: int, ra
     from coevo.train.harvest import token_row
     from coevo.train.warmstart import demonstrations, oracle_trajectories
 
-    result = Replay(asked=replay_count(own, ratio))
+    result = Replay(asked=replay_count(own, ratio, minimum))
     path = Path(out) / REPLAY_FILE
     if path.is_file():
         episodes = load_trajectories(path)

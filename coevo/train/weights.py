@@ -46,10 +46,13 @@ def train_weights(model_dir: Path, harness, tasks: list, out: Path, spec: GRPOSp
                             resume=last_checkpoint(out / "rl") is not None, backend=backend, image_map=image_map)
         result.metrics = [{**m, "mode_sft": 0.0, **h.summary()} for m in result.metrics]
         return grpo_summary(result, spec, len(frontier), f"auto, {h.describe()}: ")
-    if not h.rows:
+    if not h.rows and not spec.replay_min:
         raise ValueError(f"self-SFT: no verified success to train on among {h.episodes} episodes under "
                          f"{harness.name} ({len(tasks)} tasks x {spec.harvest_samples}); the weights stay")
     mixed = replayed(model_dir, harness, tasks, h, spec, out, backend, image_map)
+    if not h.rows and not mixed.rows:
+        raise ValueError(f"self-SFT: no verified success among {h.episodes} episodes and no oracle demonstration "
+                         f"passed under {harness.name} ({len(tasks)} tasks); the weights stay")
     log(f"{spec.mode}: self-SFT on {len(h.rows)} own examples + {len(mixed.rows)} replayed oracle demonstrations"
         + (f" ({len(frontier)} frontier tasks < {spec.min_frontier or spec.tasks_per_step})"
            if spec.mode == "auto" else ""))
@@ -64,18 +67,18 @@ def replayed(model_dir: Path, harness, tasks: list, h: Harvest, spec: GRPOSpec, 
     """The oracle demonstrations mixed into self-SFT (coevo.train.replay); none at replay_ratio 0."""
     from coevo.train.grpo import training_harness
 
-    if not spec.replay_ratio:
+    if not spec.replay_ratio and not spec.replay_min:
         return Replay()
     return replay(model_dir, training_harness(harness, spec), tasks, h.never, len(h.rows), spec.replay_ratio, out,
-                  spec.seed, backend, image_map)
+                  spec.seed, backend, image_map, spec.replay_min)
 
 
 def describe_replay(r: Replay, spec: GRPOSpec) -> str:
-    if not spec.replay_ratio:
+    if not spec.replay_ratio and not spec.replay_min:
         return "no oracle replay"
     missing = f", {len(r.left_out)} demonstrations did not pass and were left out" if r.left_out else ""
-    return (f"oracle replay: {len(r.rows)} demonstrations (replay_ratio {spec.replay_ratio:g} asked for "
-            f"{r.asked}){missing}")
+    return (f"oracle replay: {len(r.rows)} demonstrations (replay_ratio {spec.replay_ratio:g}, replay_min "
+            f"{spec.replay_min} asked for {r.asked}){missing}")
 
 
 def grpo_summary(result: TrainResult, spec: GRPOSpec, tasks: int, prefix: str = "") -> TrainResult:
