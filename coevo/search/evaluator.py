@@ -71,9 +71,12 @@ class Evaluator:
         except BaseException:
             tracker.end(run_id, "KILLED")
             raise
-        self.tracker.evaluation(run_id, harness, report, traces=config.traces, seed=config.seed,
-                                every_failure=(tags or {}).get("role") in ("test", "held_out"),
-                                trace_tags=_trace_tags(name, checkpoint, tags))
+        try:
+            self.tracker.evaluation(run_id, harness, report, traces=config.traces, seed=config.seed,
+                                    every_failure=(tags or {}).get("role") in ("test", "held_out"),
+                                    trace_tags=_trace_tags(name, checkpoint, tags))
+        except OSError as e:  # the artifact store (a full disk): the score stands, the run says what it lacks
+            tracker.tags(run_id, {"artifacts_error": f"{type(e).__name__}: {e}"[:500]})
         return self._record(run_id, harness, report, overrides, checkpoint, generation, source, train), report
 
     def _record(self, run_id: str, harness, report, overrides: dict[str, Any], checkpoint: str, generation: int,
