@@ -235,3 +235,21 @@ def test_a_damaged_state_json_is_refused_naming_the_file(tmp_path):
     path.write_text(path.read_text()[:40])
     with pytest.raises(SearchError, match=r"state\.json: damaged \(.*\); coevo writes it whole"):
         load_state(path)
+
+
+def test_a_trial_killed_before_its_first_heartbeat_is_failed_and_retried_not_waited_on_for_ever(tmp_path):
+    """The owner SIGKILLed right as a trial started (benchmarks/faults.py, phase h1) left it RUNNING with no
+    heartbeat; Optuna never fails such a trial, and the resumed phase waited on it for ever."""
+    import optuna
+
+    from coevo.search.study import make_storage, wait_running
+
+    storage = make_storage(f"sqlite:///{tmp_path / 'optuna.db'}", 1, 2)
+    study = optuna.create_study(storage=storage, study_name="h1")
+    orphan = study.ask({"x": optuna.distributions.IntDistribution(0, 9)})  # ask() starts no heartbeat
+    started = time.monotonic()
+    wait_running(study, 2)
+    assert time.monotonic() - started < 30
+    trials = study.get_trials()
+    assert trials[orphan.number].state.name == "FAIL"
+    assert [t.state.name for t in trials[1:]] == ["WAITING"] and trials[1].params == orphan.params  # its retry

@@ -105,21 +105,34 @@ def optimize_until(study: optuna.Study, target: int, objective: Callable, grace_
 
 def wait_running(study: optuna.Study, grace_period: int) -> None:
     """Wait for trials other workers are still running (a dead worker's trial goes stale and fails)."""
-    while study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)
+    adopted: set[int] = set()
+    while _fail_stale(study, adopted):
         time.sleep(min(2.0, grace_period / 2))
 
 
 def wait_stale(study: optuna.Study, grace_period: int) -> None:
-    deadline = time.monotonic() + grace_period + 2
-    while study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) and time.monotonic() < deadline:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)
-        if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            time.sleep(1.0)
+    # Two grace periods: a trial given its first heartbeat here (see _fail_stale) goes stale after one.
+    deadline, adopted = time.monotonic() + 2 * grace_period + 2, set()
+    while _fail_stale(study, adopted) and time.monotonic() < deadline:
+        time.sleep(1.0)
+
+
+def _fail_stale(study: optuna.Study, adopted: set[int]) -> bool:
+    """Fail (and so retry) the RUNNING trials whose heartbeat is stale; whether any is still RUNNING.
+
+    Optuna fails only trials whose heartbeat is old, so a trial whose worker was killed before its first
+    heartbeat would stay RUNNING for ever (and the phase wait on it). Each RUNNING trial left after the
+    check gets one heartbeat on its behalf, once: a live worker's own heartbeats go on over it, a dead
+    one's goes stale after one grace period."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    for trial in running:
+        if trial._trial_id not in adopted:
+            study._storage.record_heartbeat(trial._trial_id)
+            adopted.add(trial._trial_id)
+    return bool(running)
 
 
 def retried_from(trial) -> int | None:
