@@ -281,12 +281,13 @@ def scale_out_faults(env: Env) -> list[Row]:
         statuses = {r.info.run_name: r.info.status for r in client.search_runs([experiment], max_results=500)}
         rows.append(Row("SIGKILL of a worker mid-trial", "coevo search --worker (PostgreSQL + MLflow server)",
                         done and not kept and by_number[victim.number].state.name == "FAIL"
-                        and [t.params for t in retries] == [victim.params]
+                        and len(retries) == 1 and _kept_params(by_number[victim.number], retries[0])
                         and statuses.get(f"h1 #{victim.number}") == "KILLED",
                         ", ".join(f"trial #{n}" for n in kept) or "nothing", worker_recover,
                         f"in flight: trial #{victim.number} -> FAIL (MLflow run "
-                        f"{statuses.get(f'h1 #{victim.number}')}), re-run once as "
-                        f"{[t.number for t in retries]} with its parameters"))
+                        f"{statuses.get(f'h1 #{victim.number}')}), re-run as {[t.number for t in retries]}; its "
+                        f"{len(by_number[victim.number].params)} drawn parameters kept: "
+                        f"{bool(retries) and _kept_params(by_number[victim.number], retries[0])}"))
         rows.append(Row("Optuna database (PostgreSQL) stopped 3 s and restarted mid-phase", "pg_ctl stop/start under "
                         "an owner and a worker", done and not errors and failed == [victim.number], "nothing",
                         db_recover, f"trials scored 0 for it: {errors}; FAIL trials: {failed} (the killed worker's)"))
@@ -301,6 +302,12 @@ def scale_out_faults(env: Env) -> list[Row]:
             if process is not None and process.poll() is None:
                 sigkill(process)
         found.close()
+
+
+def _kept_params(killed, retry) -> bool:
+    """The retry re-used every parameter the killed trial had drawn (as stored at its death: seen RUNNING,
+    a trial may not have drawn them all yet, and the retry then draws the rest)."""
+    return all(retry.params.get(k) == v for k, v in killed.params.items())
 
 
 # -- the trainer, killed mid-checkpoint-write and mid-step --------------------------------------------------------
