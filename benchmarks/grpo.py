@@ -8,14 +8,26 @@ Without --model it builds one first (init-model + warmstart; not counted in the 
 comes from real episodes in sandboxes scored by the task verifiers. `--wall-time` raises the harness's
 per-episode wall-time limit (same harness before, during and after) so that a slow or shared CPU does not
 decide episodes: lockstep episodes wait for each other's generate calls.
+
+    .venv/bin/python benchmarks/grpo.py --lora-vs-full --model smollm2-135m [--steps 3] [--lora-rank 8]
+
+Speed and memory of the weights lever on a real model: the same short GRPO run (2 tasks x 2 episodes per
+step, short replies) with full weights and with LoRA adapters, side by side: median seconds per step (and
+its generate / train parts), peak resident memory, trainable parameters, and the train/rollout mismatch
+(LoRA syncs merged weights into the rollout copy). Each arm runs in its own process, since peak RSS is per
+process; no pass@1 is measured in this mode.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -62,7 +74,7 @@ def parse_args():
     parser.add_argument("--tasks", type=Path, default=REPO / "tasks")
     parser.add_argument("--harness", type=Path, default=REPO / "harnesses" / "mini_bash.yaml")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-grpo")
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default 30; --lora-vs-full: 3).")
     parser.add_argument("--minutes", type=float, default=None, help="Also stop GRPO after this wall time.")
     parser.add_argument("--samples", type=int, default=8, help="Dev episodes per task for pass@1.")
     parser.add_argument("--seed", type=int, default=0)
@@ -71,6 +83,10 @@ def parse_args():
     parser.add_argument("--mismatch-steps", type=int, default=2, help="Steps of each mismatch run (0: skip).")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="GRPO spec override (YAML value), e.g. --set learning_rate=2e-4.")
+    parser.add_argument("--lora-vs-full", action="store_true", help="Time and memory of full weights vs LoRA.")
+    parser.add_argument("--lora-rank", type=int, default=8, help="--lora-vs-full: the LoRA arm's rank.")
+    parser.add_argument("--max-tokens", type=int, default=32, help="--lora-vs-full: tokens per reply.")
+    parser.add_argument("--arm", choices=["full", "lora"], help=argparse.SUPPRESS)  # one arm, in a child process
     return parser.parse_args()
 
 
@@ -79,6 +95,11 @@ def main() -> None:
 
     args = parse_args()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    if args.arm:
+        return run_arm(args)
+    if args.lora_vs_full:
+        return lora_vs_full(args)
+    args.steps = args.steps or 30
     harness = load_harness(args.harness).with_overrides({"limits.wall_time_s": args.wall_time})
     taskset = load_taskset(args.tasks)
     train, dev = taskset.split("train"), taskset.split("dev")
@@ -162,6 +183,69 @@ def print_mismatch(runs: dict[str, list[dict]]) -> None:
               f"| {mean(m, 'mismatch/mean_abs_diff'):.2e} | {mean(m, 'mismatch/max_abs_diff'):.2e} "
               f"| {mean(m, 'mismatch/kl'):.2e} "
               f"| {mean(m, 'mismatch/tokens'):.0f} |")
+
+
+def model_path(args) -> Path:
+    from coevo.models import resolve_model
+
+    if args.model is None:
+        raise SystemExit("--lora-vs-full needs --model (a HF folder or a pulled name, e.g. smollm2-135m)")
+    return resolve_model(args.model)
+
+
+def lora_vs_full(args) -> None:
+    """Both arms, each in a child process (its own peak RSS), then the table."""
+    model, steps, stamp = model_path(args), args.steps or 3, int(time.time())
+    arms = {}
+    for arm in ("full", "lora"):
+        out = args.out / f"{arm}-{stamp}"
+        cmd = [sys.executable, __file__, "--arm", arm, "--model", str(model), "--tasks", str(args.tasks),
+               "--harness", str(args.harness), "--out", str(out), "--steps", str(steps), "--seed", str(args.seed),
+               "--wall-time", str(args.wall_time), "--lora-rank", str(args.lora_rank),
+               "--max-tokens", str(args.max_tokens), *[x for item in args.set for x in ("--set", item)]]
+        subprocess.run(cmd, check=True)
+        arms[arm] = json.loads((out / "arm.json").read_text())
+    print_arms(model, steps, arms)
+
+
+def run_arm(args) -> None:
+    """One arm's short GRPO run; writes OUT/arm.json (per-step metrics, peak RSS, trainable parameters)."""
+    import yaml
+    from safetensors import safe_open
+
+    harness = load_harness(args.harness).with_overrides({
+        "limits.wall_time_s": args.wall_time, "limits.max_tokens_per_turn": args.max_tokens, "limits.max_turns": 2})
+    train = load_taskset(args.tasks).split("train")
+    overrides = {k: yaml.safe_load(v) for k, _, v in (s.partition("=") for s in args.set)}
+    lora = {"rank": args.lora_rank} if args.arm == "lora" else {}
+    spec = GRPOSpec(steps=args.steps, tasks_per_step=2, group_size=2, save_steps=args.steps, keep_checkpoints=1,
+                    save_rollouts=False, seed=args.seed, lora=lora).with_overrides(overrides)
+    result = train_grpo(model_path(args), harness, train, args.out, spec)
+    weights = result.checkpoint / ("adapter/adapter_model.safetensors" if spec.lora.enabled else "model.safetensors")
+    with safe_open(str(weights), "pt") as f:  # tied embeddings are stored once
+        trainable = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())  # noqa: SIM118 - not a dict
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    (args.out / "arm.json").write_text(json.dumps({"metrics": result.metrics, "peak_rss_mb": peak_mb,
+                                                   "trainable": trainable, "spec": spec.model_dump(mode="json")}))
+
+
+def print_arms(model: Path, steps: int, arms: dict[str, dict]) -> None:
+    def median(arm: str, key: str) -> float:
+        return statistics.median(m[key] for m in arms[arm]["metrics"] if key in m)
+
+    spec = arms["full"]["spec"]
+    print(f"\n## GRPO on `{model.name}`, full weights vs LoRA: {steps} steps of {spec['tasks_per_step']} tasks x "
+          f"{spec['group_size']} episodes (medians over steps)\n")
+    print("| weights | trainable params | s / step | generate s | train s | mismatch s | peak RSS | "
+          "Pearson | mean abs delta |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for arm, a in arms.items():
+        lora = a["spec"]["lora"]
+        label = "full" if arm == "full" else f"LoRA r={lora['rank']} on {', '.join(lora['target_modules'])}"
+        print(f"| {label} | {a['trainable'] / 1e6:.2f} M | {median(arm, 'time/step'):.1f} | "
+              f"{median(arm, 'time/generate'):.1f} | {median(arm, 'time/train'):.1f} | "
+              f"{median(arm, 'time/mismatch'):.1f} | {a['peak_rss_mb'] / 1024:.2f} GiB | "
+              f"{median(arm, 'mismatch/pearson'):.5f} | {median(arm, 'mismatch/mean_abs_diff'):.1e} |")
 
 
 if __name__ == "__main__":
