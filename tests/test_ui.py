@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -79,6 +80,8 @@ def test_report_prints_the_tables_and_the_plot(search_run):
                          capture_output=True, text=True, timeout=300).stdout
     assert "| baseline | base |" in out and "2x2 on the same test tasks" in out and "Ratchet log" in out
     assert re.search(r"Episode traces in MLflow: \d+ \(\d+ failed\)", out) and f"plot: {plot}" in out
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(plot, ARTIFACTS / "coevolution_plot.png")  # beside the browser's screenshots
 
 
 def _free_port() -> int:
