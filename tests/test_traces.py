@@ -4,9 +4,11 @@ sqlite MLflow store, read back through MLflow's own client."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
+import pytest
 from search_helpers import ROOT
 
 from coevo.rollout.trajectory import Step, Trajectory
@@ -127,3 +129,20 @@ def test_each_turn_shows_what_the_model_read_even_when_a_reply_left_the_chat():
     steps = [Step(reply="unparseable"), Step(reply="good reply"), Step(reply="last")]  # the first was dropped
     assert [[m["content"] for m in turn] for turn in _turn_inputs(chat, steps)] == [
         ["s", "task"], ["s", "task"], ["output"]]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (root)")
+def test_an_artifact_on_a_full_disk_names_the_run_and_where_it_was_going(tmp_path):
+    from coevo.search.tracking import Tracker
+
+    store = tmp_path / "artifacts"
+    store.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(store)], check=True)
+    try:
+        tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "full-disk", store)
+        run_id = tracker.start("trial")
+        with pytest.raises(OSError, match=rf"MLflow artifact big.txt of run {run_id} could not be written to "
+                                          rf"file://{store}.*No space left on device"):
+            tracker.text(run_id, "x" * 1_000_000, "big.txt")
+    finally:
+        subprocess.run(["umount", "-l", str(store)], check=False)

@@ -25,6 +25,7 @@ import json
 import os
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -157,19 +158,33 @@ class Tracker:
 
     # -- artifacts ---------------------------------------------------------------------------------
     def text(self, run_id: str, text: str, path: str) -> None:
-        self.client.log_text(run_id, text, path)
+        with self._writing(run_id, path):
+            self.client.log_text(run_id, text, path)
 
     def file(self, run_id: str, local: Path, folder: str | None = None) -> None:
-        self.client.log_artifact(run_id, str(local), folder)
+        with self._writing(run_id, Path(local).name):
+            self.client.log_artifact(run_id, str(local), folder)
 
     def folder(self, run_id: str, local: Path, folder: str | None = None) -> None:
-        self.client.log_artifacts(run_id, str(local), folder)
+        with self._writing(run_id, f"{Path(local).name}/"):
+            self.client.log_artifacts(run_id, str(local), folder)
 
     def figure(self, run_id: str, figure, path: str) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, self._writing(run_id, path):
             out = Path(tmp) / Path(path).name
             figure.savefig(out, dpi=100, bbox_inches="tight")
             self.client.log_artifact(run_id, str(out), str(Path(path).parent) if "/" in path else None)
+
+    @contextmanager
+    def _writing(self, run_id: str, what: str):
+        """An artifact the store cannot take (a full disk, no permission) says where it was going: the
+        bare OSError names neither the store nor the run."""
+        try:
+            yield
+        except OSError as e:
+            where = self.client.get_run(run_id).info.artifact_uri
+            raise OSError(e.errno, f"MLflow artifact {what} of run {run_id} could not be written to "
+                                   f"{redact(where)}: {e.strerror or e}") from e
 
     def evaluation(self, run_id: str, harness, report, sample: int = 3, traces: int = 0,
                    every_failure: bool = False, trace_tags: dict[str, Any] | None = None, seed: int = 0) -> None:
