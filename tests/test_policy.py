@@ -37,30 +37,67 @@ def chat_prompts(policy, contents: list[str]) -> list[GenerationRequest]:
     return requests
 
 
-def test_kv_cached_decoding_samples_what_transformers_generate_samples(hf_policy):
+def training_logprobs(policy, prompt: list[int], completion: list[int], temperature: float) -> list[float]:
+    """The completion's logprobs as a training forward scores them: the whole sequence at once, no cache."""
+    import torch
+
+    ids = torch.tensor(prompt + completion)[None]
+    with torch.inference_mode():
+        logits = policy.model(input_ids=ids).logits[0, len(prompt) - 1: -1].float()
+    return torch.log_softmax(logits / temperature, -1).gather(-1, torch.tensor(completion)[:, None])[:, 0].tolist()
+
+
+def test_kv_cached_decoding_matches_a_full_recompute(hf_policy):
     """Three turns of three conversations, each turn's prompt the last one plus its reply and an
     observation (as a rollout's token buffer grows): the cached path re-uses its states (a real hit
-    ratio), and samples the same tokens as `generate` re-prefilling everything, with the same logprobs to
-    float precision, greedy and seeded."""
+    ratio); greedy, it decodes the same tokens as `generate` re-prefilling everything, with the same
+    logprobs to float precision; sampled, its logprobs are what a training forward computes, and a seed
+    repeats its draws."""
     from coevo.policy.hf import HFPolicy
 
     plain = HFPolicy(hf_policy.path, device="cpu", kv_cache=False)
     cached = HFPolicy(hf_policy.path, device="cpu")
+    again = HFPolicy(hf_policy.path, device="cpu")
     assert plain.decoder is None and cached.decoder is not None
     observation = hf_policy.tokenizer.encode("\n<output>ok</output>\n", add_special_tokens=False)
-    for params in (SamplingParams(temperature=0.0, max_tokens=12),
-                   SamplingParams(temperature=1.0, top_p=0.9, max_tokens=12, seed=7)):
-        prompts = [r.token_ids for r in chat_prompts(hf_policy, ["list the files", "count the lines", "hi"])]
-        for _turn in range(3):
-            requests = [GenerationRequest(token_ids=p) for p in prompts]
-            a, b = plain.generate(requests, params), cached.generate(requests, params)
-            assert [c.token_ids for c in a] == [c.token_ids for c in b]
-            assert [c.logprobs for c in b] == [pytest.approx(c.logprobs, abs=1e-4) for c in a]
-            assert all(c.seconds is not None and c.seconds > 0 for c in b)
-            prompts = [p + c.token_ids + observation for p, c in zip(prompts, a)]
+    greedy = SamplingParams(temperature=0.0, max_tokens=12)
+    sampled = SamplingParams(temperature=1.0, top_p=0.9, max_tokens=12, seed=7)
+    prompts = [r.token_ids for r in chat_prompts(hf_policy, ["list the files", "count the lines", "hi"])]
+    for _turn in range(3):
+        requests = [GenerationRequest(token_ids=p) for p in prompts]
+        a, b = plain.generate(requests, greedy), cached.generate(requests, greedy)
+        assert [c.token_ids for c in a] == [c.token_ids for c in b]
+        assert [c.logprobs for c in b] == [pytest.approx(c.logprobs, abs=1e-4) for c in a]
+        assert all(c.seconds is not None and c.seconds > 0 for c in b)
+        s, s2 = cached.generate(requests, sampled), again.generate(requests, sampled)
+        assert [c.token_ids for c in s] == [c.token_ids for c in s2]
+        for p, c in zip(prompts, s):
+            assert c.logprobs == pytest.approx(training_logprobs(cached, p, c.token_ids, 1.0), abs=1e-4)
+        prompts = [p + c.token_ids + observation for p, c in zip(prompts, a)]
     assert cached.decoder.stats.hit_ratio > 0.5
     cached.model.load_state_dict(cached.model.state_dict())  # new weights: the kept states are stale
     assert not cached.decoder.cache.entries
+
+
+def test_the_cached_paths_sampler_draws_from_the_temperature_and_top_p_distribution():
+    """200,000 draws from one row of logits: the frequencies are softmax(logits / T) within 4 standard
+    errors; with top-p the entries outside the nucleus are never drawn and the rest renormalise."""
+    import torch
+
+    from coevo.policy.hf import sampler
+
+    logits = torch.tensor([2.0, 1.0, 0.0, -1.0, -3.0])
+    n = 200_000
+    for top_p, support in ((1.0, 5), (0.8, 2)):
+        torch.manual_seed(0)
+        tokens, logprobs = sampler(SamplingParams(temperature=0.7, top_p=top_p, max_tokens=1))(logits.repeat(n, 1))
+        p = torch.softmax(logits / 0.7, -1)
+        assert torch.allclose(logprobs, p.log()[tokens], atol=1e-5)  # the logprob ignores the top-p cut
+        want = torch.zeros(5)
+        want[:support] = p[:support] / p[:support].sum()
+        freq = torch.bincount(tokens, minlength=5).double() / n
+        assert (freq[support:] == 0).all()
+        assert ((freq - want).abs() <= 4 * (want * (1 - want) / n).sqrt() + 1e-12).all(), (freq, want)
 
 
 def test_hf_batch_returns_sampled_ids_and_logprobs(hf_policy):

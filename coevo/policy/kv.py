@@ -238,9 +238,8 @@ class CachedDecoder:
             mask[i, width - n: width] = 1
         active = list(range(len(rows)))  # batch position -> row index
         positions = torch.tensor(lengths, device=device)
-        # Every row is sampled every step, finished ones on their last logits, so that the random draws
-        # follow transformers' generate (which keeps finished rows in the batch): the same seed then gives
-        # the same tokens on both paths. Only the active rows run through the model.
+        # Every row is sampled every step, finished ones on their last logits, so that a row's random
+        # draws do not depend on when the others stopped. Only the active rows run through the model.
         logits = torch.stack([r.logits for r in rows])
         self.stats.decode_s += time.monotonic() - t
         for step in range(max_tokens):
