@@ -167,9 +167,11 @@ def main() -> None:
                                                                              s.hit_ratio)):
             own = statistics.median(sum(t.timing.get(k, 0.0) for k in ("start", "tools", "generate"))
                                     for t in trajs)
-            table.add_row(path, f"{total:.1f}", f"{own:.2f}", f"{statistics.mean(t.turns for t in trajs):.2f}",
-                          f"{statistics.mean(sum(t.completion_mask) for t in trajs):.0f}", f"{hit:.2f}", f"{statistics.mean(t.reward >= 1 for t in trajs):.3f}",
-                          f"{t_old / total:.2f}x")
+            turns = statistics.mean(t.turns for t in trajs)
+            model_tokens = statistics.mean(sum(t.completion_mask) for t in trajs)
+            passed = statistics.mean(t.reward >= 1 for t in trajs)
+            table.add_row(path, f"{total:.1f}", f"{own:.2f}", f"{turns:.2f}", f"{model_tokens:.0f}", f"{hit:.2f}",
+                          f"{passed:.3f}", f"{t_old / total:.2f}x")
         console.print(table)
         table = Table(title="rollout logprobs vs a training forward (whole sequence, no cache), model tokens")
         for col in ("path", "episodes", "tokens", "pearson", "mean |Δ|", "max |Δ|"):

@@ -117,17 +117,12 @@ def test_hf_batch_returns_sampled_ids_and_logprobs(hf_policy):
 
 def test_hf_logprobs_match_a_teacher_forced_forward(hf_policy):
     import numpy as np
-    import torch
 
     requests = chat_prompts(hf_policy, ["a", "find all the .txt files under /app and print their names"] * 2)
     out = hf_policy.generate(requests, SamplingParams(temperature=1.0, max_tokens=32, seed=7))
     rollout, forward = [], []
     for request, completion in zip(requests, out):
-        ids = torch.tensor([request.token_ids + completion.token_ids])
-        with torch.no_grad():
-            logits = hf_policy.model(ids).logits[0, len(request.token_ids) - 1 : -1].float()
-        target = torch.tensor(completion.token_ids).unsqueeze(-1)
-        forward += torch.log_softmax(logits, -1).gather(-1, target).squeeze(-1).tolist()
+        forward += training_logprobs(hf_policy, request.token_ids, completion.token_ids, 1.0)
         rollout += completion.logprobs
     assert np.corrcoef(rollout, forward)[0, 1] > 0.99
     assert np.abs(np.array(rollout) - np.array(forward)).max() < 1e-3
