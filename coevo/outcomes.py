@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Literal
 
 Status = Literal["submitted", "turn_limit", "token_limit", "context_exceeded", "timeout", "format_errors",
-                 "error_limit", "sandbox_error", "policy_error"]
-"""How an episode ended; exactly one per episode. `error_limit`: recovery.max_consecutive_errors hit."""
+                 "error_limit", "repeat_limit", "sandbox_error", "policy_error"]
+"""How an episode ended; exactly one per episode. `error_limit`: recovery.max_consecutive_errors hit;
+`repeat_limit`: a command asked for past recovery.repeat_limit (verified like turn_limit)."""
 
 FAILURE_STATUSES = ("sandbox_error", "policy_error")
 """Failures at a boundary: recorded with their cause, scored 0 without running the verifier."""

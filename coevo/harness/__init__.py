@@ -9,6 +9,8 @@
     formats.py    action formats: `parse_action` (reply -> tool calls) and `render_action` (its inverse)
     tools.py      tool schemas, ToolCall / ToolResult, and running a call in a sandbox
     fingerprint.py  a hash of what the model sees of a harness, and of nothing else
+    demos.py      in-context demonstrations: pools of verified episodes, chosen per task, rendered
+                  by the harness; demos_build.py and cli.py: `coevo demos build|own`
 """
 
 from coevo.harness.errors import FormatError, HarnessError

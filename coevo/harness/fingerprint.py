@@ -12,7 +12,16 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from coevo.harness.prompts import format_error_text, instance_prompt, observation_text, system_prompt
+from coevo.harness.demos import seen as demos_seen
+from coevo.harness.prompts import (
+    format_error_text,
+    instance_prompt,
+    observation_text,
+    repeat_hint_text,
+    self_check_text,
+    step_budget_text,
+    system_prompt,
+)
 from coevo.harness.tools import ToolResult, tool_schemas
 from coevo.native.spec import is_native
 
@@ -30,7 +39,7 @@ _SAMPLE_RESULTS = (
 def seen_by_model(harness: HarnessSpec) -> dict:
     """Every message the harness can show the model, rendered with fixed sample values, plus the
     processing that decides which parts of real outputs and history reach it."""
-    return {
+    seen = {
         "system": system_prompt(harness),
         "instance": instance_prompt(harness, "Create /app/hello.txt.", "sample-task", "total 0"),
         "instance_without_observation": instance_prompt(harness, "Create /app/hello.txt.", "sample-task", None),
@@ -38,10 +47,32 @@ def seen_by_model(harness: HarnessSpec) -> dict:
         "format_error": format_error_text(harness, "No JSON object found.", 1)
         if harness.recovery.format_error_feedback else None,
         "tools": tool_schemas(harness),
-        "action_format": harness.action_format.model_dump(),
-        "context": harness.context.model_dump(),
+        # constrained sampling changes what the model writes, not what it reads; it is recorded (true
+        # only) so that a constrained harness's episodes train apart from an unconstrained one's
+        "action_format": harness.action_format.model_dump(exclude=set() if harness.action_format.constrained
+                                                          else {"constrained"}),
+        "context": harness.context.model_dump(exclude={"step_budget_notice"}),  # under "processors"
         "initial_observation": harness.initial_observation,
     }
+    if processors := processors_seen(harness):  # absent when all are off: their fields alone change nothing
+        seen["processors"] = processors
+    if demonstrations := demos_seen(harness):  # absent when off, like the processors
+        seen["demonstrations"] = demonstrations
+    return seen
+
+
+def processors_seen(harness: HarnessSpec) -> dict:
+    """What each control processor that is on (coevo.rollout.processors) adds to what the model sees."""
+    rec, shown = harness.recovery, {}
+    if rec.repeat_limit is not None:
+        shown["repeat_hint"] = [rec.repeat_limit, repeat_hint_text(harness, "ls")]
+    if harness.context.step_budget_notice:
+        shown["step_budget"] = step_budget_text(harness, harness.limits.max_turns - 1)
+    if rec.self_check:
+        shown["self_check"] = self_check_text(harness)
+    if rec.empty_reply_retry:
+        shown["empty_reply_retry"] = True  # the retry's prompt elides older output (context.elided_text)
+    return shown
 
 
 def fingerprint(harness: HarnessSpec) -> str:

@@ -49,6 +49,18 @@ def format_error_text(harness: HarnessSpec, error: str, retries_left: int) -> st
                   example=render_action(harness, ["ls -la"], submit=False))
 
 
+def repeat_hint_text(harness: HarnessSpec, command: str) -> str:
+    return render(harness, "repeat_hint", command=command, limit=harness.recovery.repeat_limit)
+
+
+def step_budget_text(harness: HarnessSpec, turns_left: int) -> str:
+    return render(harness, "step_budget", turns_left=turns_left, max_turns=harness.limits.max_turns)
+
+
+def self_check_text(harness: HarnessSpec) -> str:
+    return render(harness, "self_check")
+
+
 def check_harness(harness: HarnessSpec) -> None:
     """Fail at load time, not mid-rollout: the format can express the enabled tools, and every template
     renders (syntax, variables, sandbox) with sample values."""
@@ -59,6 +71,10 @@ def check_harness(harness: HarnessSpec) -> None:
                              f"enable tools.bash and disable {', '.join(extra) or 'nothing else'}")
     if not enabled_tools(harness):
         raise ValueError("no tool is enabled; enable at least tools.bash")
+    if harness.action_format.constrained:  # the grammar compiles and accepts the prompt's own examples
+        from coevo.harness.grammar import check_grammar
+
+        check_grammar(harness)
     system_prompt(harness)
     instance_prompt(harness, "Create /app/hello.txt.", "sample-task", "total 0")
     instance_prompt(harness, "Create /app/hello.txt.", "sample-task", None)
@@ -67,3 +83,15 @@ def check_harness(harness: HarnessSpec) -> None:
     render(harness, "timeout", command="sleep 99", timeout_s=harness.limits.command_timeout_s)
     render(harness, "nonzero_exit_hint", command="false", exit_code=1)
     format_error_text(harness, "No JSON object found.", 1)
+    # The processors' templates only where the processor is on: a harness folder written before they
+    # existed (an exported bundle's prompts/) has no such file and needs none.
+    if harness.recovery.repeat_limit is not None:
+        repeat_hint_text(harness, "ls")
+    if harness.context.step_budget_notice:
+        step_budget_text(harness, harness.limits.max_turns - 1)
+    if harness.recovery.self_check:
+        self_check_text(harness)
+    if harness.demonstrations.k:  # the pools parse and the demonstrations fit the context
+        from coevo.harness.demos import check_demonstrations
+
+        check_demonstrations(harness)

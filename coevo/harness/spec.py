@@ -17,6 +17,9 @@ import coevo
 
 DEFAULT_PROMPTS_DIR = Path(coevo.__file__).resolve().parent.parent / "prompts"
 """Where templates are looked up when a harness does not say (the repository's `prompts/`)."""
+DEFAULT_DEMOS_POOL = DEFAULT_PROMPTS_DIR.parent / "tasks" / "demos" / "oracle.jsonl"
+"""The oracle pool built from the bundled tasks' train split (`coevo demos build`), used when `demonstrations.pool`
+is unset."""
 
 
 class _Section(BaseModel):
@@ -38,6 +41,12 @@ class Templates(_Section):
     """Appended to a timed-out command's result. Variables: command, timeout_s."""
     nonzero_exit_hint: str = "nonzero_exit_hint.j2"
     """Appended to a failed command's result. Variables: command, exit_code."""
+    repeat_hint: str = "repeat_hint.j2"
+    """Appended to a command's result on its recovery.repeat_limit-th run. Variables: command, limit."""
+    step_budget: str = "step_budget.j2"
+    """Appended to every observation under context.step_budget_notice. Variables: turns_left, max_turns."""
+    self_check: str = "self_check.j2"
+    """Answer to a submit sent before any output was seen, under recovery.self_check. Variables: none."""
 
 
 class ActionFormat(_Section):
@@ -47,6 +56,8 @@ class ActionFormat(_Section):
     """bash_block only: a block whose last line is this command submits the episode."""
     native_tools: bool = False
     """Also pass the tool schemas to the tokenizer's chat template (`tools=`), as Qwen models expect."""
+    constrained: bool = False
+    """Sample replies under the format's grammar (coevo.harness.grammar), so that every reply parses."""
 
 
 class ToolSpec(_Section):
@@ -78,6 +89,18 @@ class Recovery(_Section):
     """Append the nonzero_exit_hint template when a command exits with a non-zero status."""
     max_consecutive_errors: int | None = Field(None, ge=1)
     """Episode ends with 'error_limit' after this many turns in a row with any error; None: no cap."""
+    repeat_limit: int | None = Field(None, ge=2)
+    """Loop breaker: the run of a command (same tool, same arguments) that makes this many in the episode gets
+    the repeat_hint template; asking for it once more ends the episode with 'repeat_limit', without running it
+    (the work is still verified). None: off."""
+    self_check: bool = False
+    """Once per episode, refuse a submit sent without having seen the last command's output (it came in the
+    same reply as commands, or no command ran yet): the commands run, the self_check template follows their
+    output, and the next submit is accepted."""
+    empty_reply_retry: bool = False
+    """Drop an empty (whitespace-only) reply instead of answering it with the format_error template, and
+    sample again once with a shorter prompt (only the last observation kept verbatim); an empty retry is a
+    format error as usual."""
 
 
 class ContextPolicy(_Section):
@@ -91,6 +114,8 @@ class ContextPolicy(_Section):
     """Observations kept verbatim under `last_k`."""
     elided_text: str = "[older output omitted]"
     """What an elided observation is replaced with."""
+    step_budget_notice: bool = False
+    """Append the step_budget template (turns left before limits.max_turns) to every observation."""
 
 
 class Limits(_Section):
@@ -118,6 +143,25 @@ class Decoding(_Section):
     """Nucleus sampling mass."""
 
 
+class Demonstrations(_Section):
+    """Verified episodes shown before the task, rendered in this harness's own format (coevo/harness/demos.py)."""
+
+    k: int = Field(0, ge=0, le=3)
+    """How many demonstrations each episode opens with; 0 turns them off."""
+    source: Literal["oracle", "own", "both"] = "oracle"
+    """Which pool they come from: the oracle's solutions, the model's own verified successes, or both (own first)."""
+    pick: Literal["same_family", "nearest", "random"] = "same_family"
+    """How a task's demonstrations are chosen: its family's first, the nearest instructions, or at random
+    (seeded by the task's name). Never the task itself."""
+    placement: Literal["turns", "system"] = "turns"
+    """`turns`: earlier user/assistant/observation messages before the task; `system`: appended to the system prompt."""
+    pool: Path | None = None
+    """The oracle pool (JSONL, from `coevo demos build`; a relative path is read from the working directory);
+    None: the bundled pool of the bundled tasks."""
+    own_pool: Path | None = None
+    """The model's own verified successes (JSONL, from `coevo demos own`); needed by source `own` and `both`."""
+
+
 class HarnessSpec(_Section):
     name: str
     """Short identifier, recorded in every trajectory."""
@@ -139,6 +183,8 @@ class HarnessSpec(_Section):
     """When an episode is cut off."""
     decoding: Decoding = Decoding()
     """Sampling parameters."""
+    demonstrations: Demonstrations = Demonstrations()
+    """In-context demonstrations: solved episodes the model reads before its task (off by default)."""
     initial_observation: str | None = None
     """A command whose output the first user message shows (e.g. `ls -la /app`); None: nothing."""
 

@@ -5,6 +5,14 @@ temperature-scaled distribution WITHOUT top-p truncation, which is what a traini
 (TRL's GRPO divides the logits by its `temperature` too), so at top_p=1 the two agree up to numerics.
 With top_p<1 the tokens are still drawn from the truncated distribution; only the logprob ignores it.
 
+Constrained decoding (`SamplingParams.grammar`, from `action_format.constrained`): one xgrammar matcher per
+row masks the logits (-inf outside the grammar) before the choice, the stop token is allowed only where
+the grammar is complete, and a reply the grammar cannot finish within max_tokens comes back with
+finish_reason "length" (the episode records it as a format error). The logprobs are then of the
+distribution the tokens were drawn from: the temperature-scaled one renormalised over the allowed tokens,
+and the completion says so (`logprob_source="constrained"`); coevo.train.mismatch replays the masks to
+compare them with a training forward.
+
 Decoding keeps each episode's KV states across its turns (coevo.policy.kv) where the model's attention
 allows; `kv_cache=False` gives transformers' own `generate` instead, re-prefilling the whole history every
 call (what coevo did before; benchmarks/policy.py measures the two side by side).
@@ -48,6 +56,8 @@ class HFPolicy:
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
         self.model.to(self.device).eval()
         self.stop_ids = stop_token_ids(self.tokenizer)
+        self.vocab_size = self.model.get_output_embeddings().weight.shape[0]
+        """The logits' width, which a tokenizer may not fill (SmolLM2: 49152); grammar masks use it."""
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stop_ids[0]
         # A checkpoint's own defaults (top_k, repetition_penalty, ...) would fill every parameter we leave
         # unset and sample from a distribution the logprobs do not describe: SamplingParams is the whole story.
@@ -93,7 +103,12 @@ class HFPolicy:
         ids, mask = self._batch(requests)
         greedy = params.temperature <= 0
         scale = 1.0 if greedy else params.temperature
-        hooks = step_hooks(on_step, scale) if on_step is not None else {}
+        grammar = GrammarMask(self.matchers(params, len(requests))) if params.grammar else None
+        hooks = step_hooks(on_step, scale, grammar) if on_step is not None else {}
+        if grammar is not None and not hooks:
+            from transformers.generation import LogitsProcessorList
+
+            hooks = {"logits_processor": LogitsProcessorList([grammar])}
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             if params.seed is not None:
                 # Mixed with the prompts, so that the turns of a rollout (which share params.seed) do not
@@ -110,9 +125,21 @@ class HFPolicy:
         new = out.sequences[:, ids.shape[1]:]
         # out.logits: one (batch, vocab) tensor per step, raw (before temperature/top-p); taken a step at a
         # time so that a large vocabulary is never materialised twice.
+        steps = out.logits if grammar is None else [grammar.masked(i, s) for i, s in enumerate(out.logits)]
         logprobs = torch.stack([torch.log_softmax(step.float() / scale, dim=-1).gather(-1, new[:, i, None])[:, 0]
-                                for i, step in enumerate(out.logits)], dim=1)
-        return [self._completion(new[i].tolist(), logprobs[i].tolist()) for i in range(len(requests))]
+                                for i, step in enumerate(steps)], dim=1)
+        source = "model" if grammar is None else "constrained"
+        return [self._completion(new[i].tolist(), logprobs[i].tolist(), source) for i in range(len(requests))]
+
+    def matchers(self, params: SamplingParams, n_rows: int):
+        """One grammar matcher per row for `params.grammar`, ending on the chat template's turn end
+        (<|im_end|>) only; None when unconstrained."""
+        if params.grammar is None:
+            return None
+        from coevo.harness.grammar import RowMatchers, compile_for
+
+        compiled = compile_for(self.tokenizer, self.vocab_size, params.grammar)
+        return RowMatchers(compiled, n_rows, self.stop_ids[0], self.vocab_size)
 
     def _padded(self, prompts: list[list[int]]):
         import numpy as np
@@ -129,22 +156,23 @@ class HFPolicy:
             if params.seed is not None:  # mixed with the prompts as in the generate path
                 torch.manual_seed(params.seed * 1_000_003 + zlib.crc32(self._padded(prompts).tobytes()))
             with torch.inference_mode():
-                rows = self.decoder.generate(prompts, params.max_tokens, sampler(params), on_step)
+                rows = self.decoder.generate(prompts, params.max_tokens, sampler(params), on_step,
+                                             self.matchers(params, len(prompts)))
         out = []
         for r in rows:
-            c = self._completion(r.tokens, r.logprobs)
+            c = self._completion(r.tokens, r.logprobs, "model" if params.grammar is None else "constrained")
             c.seconds = r.seconds
             out.append(c)
         return out
 
-    def _completion(self, tokens: list[int], logprobs: list[float]) -> Completion:
+    def _completion(self, tokens: list[int], logprobs: list[float], source: str = "model") -> Completion:
         """Cut a row after its first stop token (the rest is padding) and decode the text before it."""
         end = next((i for i, t in enumerate(tokens) if t in self.stop_ids), None)
         if end is None:
             text = self.tokenizer.decode(tokens, skip_special_tokens=False)
-            return Completion(text, tokens, logprobs, finish_reason="length")
+            return Completion(text, tokens, logprobs, finish_reason="length", logprob_source=source)
         text = self.tokenizer.decode(tokens[:end], skip_special_tokens=False)
-        return Completion(text, tokens[: end + 1], logprobs[: end + 1], finish_reason="stop")
+        return Completion(text, tokens[: end + 1], logprobs[: end + 1], finish_reason="stop", logprob_source=source)
 
 
 def sampler(params: SamplingParams) -> Callable:
@@ -183,12 +211,37 @@ def sampler(params: SamplingParams) -> Callable:
     return pick
 
 
-def step_hooks(on_step: Callable[[list[int], list[float]], None], scale: float) -> dict:
+class GrammarMask:
+    """`generate`'s logits processor for a grammar: before each step, advance every row's matcher by the
+    token it sampled last, then mask the scores; keeps each step's bitmask so that the returned logprobs
+    (computed from `generate`'s raw logits) are of the masked distribution too."""
+
+    def __init__(self, matchers):
+        self.matchers, self.steps = matchers, []
+
+    def __call__(self, input_ids, scores):
+        if self.steps:
+            for i, t in enumerate(input_ids[:, -1].tolist()):
+                self.matchers.accept(i, t)  # a stopped row (padding after its stop) is left alone
+        self.matchers.mask(scores, list(range(scores.shape[0])))
+        self.steps.append(self.matchers.bitmask.clone())
+        return scores
+
+    def masked(self, step: int, logits):
+        import xgrammar as xgr
+
+        out = logits.float().clone()
+        xgr.apply_token_bitmask_inplace(out, self.steps[step].to(out.device), vocab_size=self.matchers.vocab_size)
+        return out
+
+
+def step_hooks(on_step: Callable[[list[int], list[float]], None], scale: float, grammar=None) -> dict:
     """`generate` keyword arguments that call `on_step` once per decoding step.
 
-    A logits processor placed before the sampling warpers keeps the step's raw logits; the streamer, which
-    `generate` hands the sampled tokens right after, scores them with the same formula as the returned
-    logprobs, so that a streamed logprob equals the final one.
+    A logits processor placed before the sampling warpers keeps the step's raw logits (masked, after
+    `grammar` when there is one); the streamer, which `generate` hands the sampled tokens right after,
+    scores them with the same formula as the returned logprobs, so that a streamed logprob equals the
+    final one.
     """
     import torch
     from transformers.generation import BaseStreamer, LogitsProcessor, LogitsProcessorList
@@ -214,4 +267,5 @@ def step_hooks(on_step: Callable[[list[int], list[float]], None], scale: float) 
             pass
 
     keep = KeepRawLogits()
-    return {"logits_processor": LogitsProcessorList([keep]), "streamer": StepStreamer()}
+    return {"logits_processor": LogitsProcessorList([p for p in (grammar, keep) if p is not None]),
+            "streamer": StepStreamer()}

@@ -211,8 +211,10 @@ class CachedDecoder:
         self.stats.prefill_s += time.monotonic() - t
 
     # -- decode --------------------------------------------------------------------------------------
-    def generate(self, prompts: list[list[int]], max_tokens: int, pick: Callable, on_step=None) -> list[Row]:
-        """`pick(logits (B, V)) -> (tokens (B,), logprobs (B,))` samples one step for the batch."""
+    def generate(self, prompts: list[list[int]], max_tokens: int, pick: Callable, on_step=None,
+                 grammar=None) -> list[Row]:
+        """`pick(logits (B, V)) -> (tokens (B,), logprobs (B,))` samples one step for the batch; `grammar`
+        (coevo.harness.grammar.RowMatchers, one matcher per row) masks the active rows' logits before it."""
         rows = [Row(np.asarray(p, dtype=np.int64)) for p in prompts]
         self._share_prefix(rows)
         for row in rows:
@@ -244,6 +246,8 @@ class CachedDecoder:
         self.stats.decode_s += time.monotonic() - t
         for step in range(max_tokens):
             t = time.monotonic()
+            if grammar is not None:
+                grammar.mask(logits, active)
             tokens, logprobs = pick(logits)
             tokens_l, logprobs_l = tokens.tolist(), logprobs.tolist()
             if on_step is not None:
@@ -255,6 +259,8 @@ class CachedDecoder:
                 r = rows[i]
                 r.tokens.append(tokens_l[i])
                 r.logprobs.append(logprobs_l[i])
+                if grammar is not None:
+                    grammar.accept(i, tokens_l[i])
                 if tokens_l[i] in self.stop_ids or len(r.tokens) >= max_tokens:
                     r.done = True
                     self._store(r, cache, j, width - lengths[i])

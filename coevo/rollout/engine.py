@@ -19,6 +19,7 @@ from functools import partial
 from coevo import Completion, Policy, SamplingParams, Sandbox
 from coevo.harness import Harness
 from coevo.harness.fingerprint import fingerprint
+from coevo.harness.grammar import action_grammar
 from coevo.harness.tools import tool_schemas
 from coevo.native.spec import is_native
 from coevo.outcomes import FAILURE_STATUSES
@@ -82,7 +83,8 @@ def rollout(
     for episode in episodes:
         episode.traj.harness_fingerprint = seen
     params = SamplingParams(temperature=harness.decoding.temperature, top_p=harness.decoding.top_p,
-                            max_tokens=harness.limits.max_tokens_per_turn, seed=seed)
+                            max_tokens=harness.limits.max_tokens_per_turn, seed=seed,
+                            grammar=action_grammar(harness) if harness.action_format.constrained else None)
     with ThreadPoolExecutor(max_workers=max_workers) as pool:
         run = _Run(pool, verify, on_done)
         try:
@@ -133,6 +135,7 @@ class _Run:
             return self.finish_ended(active)
         for (ep, _), c in zip(asking, completions):  # its own share: waiting for the batch is not its time
             ep.charge_generation(c.seconds if c.seconds is not None else even)
+            ep.traj.logprob_source = c.logprob_source
         by_episode = dict(zip((id(ep) for ep, _ in asking), completions))
         self.each([ep for ep, _ in asking], lambda ep: ep.step(by_episode[id(ep)]))
 

@@ -13,9 +13,11 @@ from collections.abc import Callable
 
 from coevo import Completion, GenerationRequest, Sandbox
 from coevo.harness import FormatError, Harness, ToolCall, ToolResult, parse_action
-from coevo.harness.prompts import format_error_text, instance_prompt, observation_text, system_prompt
+from coevo.harness.demos import first_messages
+from coevo.harness.prompts import format_error_text, observation_text
 from coevo.harness.tools import execute, truncate
 from coevo.outcomes import Status
+from coevo.rollout.processors import Processors
 from coevo.rollout.tokens import ChatTemplate, TokenBuffer
 from coevo.rollout.trajectory import Step, Trajectory
 
@@ -39,6 +41,7 @@ class Episode:
         self.observation_turns: list[list[int]] = []
         """Message indices of each observation turn, for the `last_k` history policy."""
         self.format_streak = self.error_streak = 0
+        self.proc = Processors(harness, self.traj)
         self.t0 = time.monotonic()
 
     def own_seconds(self) -> float:
@@ -68,14 +71,18 @@ class Episode:
         if h.initial_observation:
             r = self._sandbox_call(self.sandbox.run, h.initial_observation, h.limits.command_timeout_s)
             initial = truncate(r.output, h.context.output_head_chars, h.context.output_tail_chars)
-        self.messages = [
-            {"role": "system", "content": system_prompt(h)},
-            {"role": "user", "content": instance_prompt(h, self.task.instruction, self.task.name, initial)},
-        ]
+        self.messages = self._first_messages(initial)
         if self.chat is not None:
             self.buffer = TokenBuffer.start(self.chat, self.messages)
             self.traj.prompt_ids = self.buffer.prompt_ids
         self.traj.timing["start"] = time.monotonic() - self.t0
+
+    def _first_messages(self, initial: str | None) -> list[dict]:
+        """System prompt, the harness's demonstrations (coevo.harness.demos: in the system prompt, or as
+        earlier turns), then the task. All of it is the first prompt: counted against the context limit,
+        never trained on."""
+        t = self.task
+        return first_messages(self.harness, t.name, t.family, t.instruction, initial)
 
     def _sandbox_call(self, fn, *args):
         """The sandbox boundary: whatever breaks in there ends the episode as 'sandbox_error'."""
@@ -96,8 +103,8 @@ class Episode:
         used = len(self.buffer.ids) if self.buffer else self.traj.tokens
         if used >= lim.max_episode_tokens:
             raise EpisodeEnd("token_limit", f"{used} tokens >= limits.max_episode_tokens={lim.max_episode_tokens}")
-        messages = self._visible_messages()
-        keep = self.harness.context.k if self.harness.context.history == "last_k" else None
+        keep = self.proc.keep_last(self.harness.context.k if self.harness.context.history == "last_k" else None)
+        messages = self._visible_messages(keep)
         ids = self.buffer.view(keep) if self.buffer else []
         size = len(ids) if self.buffer else sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
         if size + lim.max_tokens_per_turn > lim.max_context_tokens:
@@ -105,12 +112,12 @@ class Episode:
                                                  f"> limits.max_context_tokens={lim.max_context_tokens}")
         return GenerationRequest(token_ids=ids, messages=messages, meta={"task": self.task.name, "turn": n})
 
-    def _visible_messages(self) -> list[dict]:
-        ctx = self.harness.context
-        if ctx.history != "last_k" or len(self.observation_turns) <= ctx.k:
+    def _visible_messages(self, keep: int | None) -> list[dict]:
+        if keep is None or len(self.observation_turns) <= keep:
             return list(self.messages)
-        hidden = {i for turn in self.observation_turns[: -ctx.k] for i in turn}
-        return [{**m, "content": ctx.elided_text} if i in hidden else m for i, m in enumerate(self.messages)]
+        hidden = {i for turn in self.observation_turns[:-keep] for i in turn}
+        elided = self.harness.context.elided_text
+        return [{**m, "content": elided} if i in hidden else m for i, m in enumerate(self.messages)]
 
     # -- step --------------------------------------------------------------------------------------
     def step(self, completion: Completion) -> None:
@@ -119,6 +126,9 @@ class Episode:
         self._check_completion(completion)
         n_tokens = len(completion.token_ids) or len(completion.text) // CHARS_PER_TOKEN
         self.traj.tokens += n_tokens
+        if self.proc.drop_empty(completion.text):  # recovery.empty_reply_retry: kept out of the chat
+            self.traj.steps.append(Step(reply=completion.text, tokens=n_tokens))
+            return
         try:
             calls = parse_action(self.harness, completion.text)
         except FormatError as e:
@@ -127,16 +137,29 @@ class Episode:
         self._add_reply(completion)
         step = Step(reply=completion.text, calls=calls, tokens=n_tokens)
         self.traj.steps.append(step)
-        t = time.monotonic()
+        texts = self._act(step)
+        self._count_error(any(r.failed for r in step.results))
+        self._add_observation(self.proc.with_budget(texts))
+
+    def _act(self, step: Step) -> list[str]:
+        """Run the step's calls; their observation texts. Raises EpisodeEnd at an accepted submit, or at a
+        call asked for past recovery.repeat_limit (not run)."""
+        t, texts = time.monotonic(), []
         try:
-            for call in calls:
-                if call.name == "submit":
-                    raise EpisodeEnd("submitted")
+            for call in step.calls:
+                if call.name == "submit":  # blind: no output seen since the last command, or no command yet
+                    blind = bool(step.results) or not any(s.results for s in self.traj.steps)
+                    if (nudge := self.proc.hold_submit(blind)) is None:
+                        raise EpisodeEnd("submitted")
+                    texts.append(nudge)
+                    break
+                if cause := self.proc.repeat_over(call):
+                    raise EpisodeEnd("repeat_limit", cause)
                 step.results.append(self._run(call))
+                texts.append(self.proc.repeat_hint(call, observation_text(self.harness, step.results[-1])))
         finally:
             self.traj.timing["tools"] = self.traj.timing.get("tools", 0.0) + time.monotonic() - t
-        self._count_error(any(r.failed for r in step.results))
-        self._add_observation([observation_text(self.harness, r) for r in step.results])
+        return texts
 
     def _check_completion(self, c: Completion) -> None:
         if self.buffer is not None and not c.token_ids:
@@ -167,7 +190,8 @@ class Episode:
         self._count_error(True)
         if rec.format_error_feedback:
             left = rec.max_format_retries - self.format_streak
-            self._add_observation([format_error_text(self.harness, message, left)], role="user")
+            text = format_error_text(self.harness, message, left)
+            self._add_observation(self.proc.with_budget([text]), role="user")
 
     def _count_error(self, failed: bool) -> None:
         self.error_streak = self.error_streak + 1 if failed else 0
@@ -190,7 +214,8 @@ class Episode:
         self.messages += new
         if self.buffer is not None:
             elided = None
-            if self.harness.context.history == "last_k":
+            # Stand-ins for the history policy, and for an empty reply's retry, whose prompt elides them too.
+            if self.harness.context.history == "last_k" or self.harness.recovery.empty_reply_retry:
                 elided = [{**m, "content": self.harness.context.elided_text} for m in new]
             self.buffer.add_observation(self.messages, len(new), elided)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -52,6 +53,10 @@ class Trajectory(BaseModel):
     """1 for a sampled model token, 0 for an environment (observation / chat scaffolding) token."""
     logprobs: list[float] = []
     """Rollout log-probability per completion token; 0.0 for environment tokens."""
+    logprob_source: Literal["model", "constrained"] = "model"
+    """Which distribution `logprobs` are of (coevo.Completion.logprob_source): "constrained" when the replies
+    were sampled under the action format's grammar, renormalised over the tokens it allowed; a training
+    forward matches them only with the same masks applied (coevo.train.mismatch replays them)."""
     messages: list[dict] = []
     """The chat as the model saw it (full history; under `last_k` older observations were elided)."""
     steps: list[Step] = []
@@ -76,6 +81,9 @@ class Trajectory(BaseModel):
     """Model tokens sampled over the episode (estimated at 4 characters each for text-only policies)."""
     errors: list[str] = []
     """Every error seen, in order: format errors, failed commands, the final cause."""
+    processors: dict[str, int] = Field(default_factory=dict)
+    """How often each control processor fired (coevo.rollout.processors): repeat_hint, repeat_limit,
+    step_budget, self_check, empty_reply_retry; a processor that never fired is absent."""
     drift: int | None = None
     """Tokens that differ between the buffer and a full re-render + tokenize of the final chat (None
     without a tokenizer). Measured and logged, never trained on."""

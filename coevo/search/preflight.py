@@ -69,7 +69,25 @@ def check_space(c: Context) -> str:
     missing = unset_keys(c.space)  # GEPA's reflection LM reads its key from the environment when it starts
     if missing:
         raise ValueError(f"{c.config.space}: {'; '.join(missing)}")
-    return f"{c.config.space}: {len(c.space.params)} dimension(s), each rendered at one value"
+    demos = demos_detail(c)
+    return f"{c.config.space}: {len(c.space.params)} dimension(s), each rendered at one value" + (
+        f"; {demos}" if demos else "")
+
+
+def demos_detail(c: Context) -> str:
+    """The first prompt's size with demonstrations, per setting of them (coevo/search/demos_check.py),
+    counted with the model's tokenizer when the config names a model."""
+    from coevo.native.spec import is_native
+    from coevo.search.demos_check import demos_report, variants
+
+    if is_native(c.base) or not any(h.demonstrations.k for _, h in variants(c.base, c.space)):
+        return ""
+    tokenizer = None
+    if c.config.model is not None and (Path(c.config.model) / "config.json").is_file():
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(c.config.model))
+    return demos_report(c.config.harness, c.base, c.space, c.config.tasks, tokenizer)
 
 
 def check_tasks(c: Context) -> str:

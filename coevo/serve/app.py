@@ -26,6 +26,7 @@ from coevo.serve.protocol import (
     envelope,
     finish_reason,
     new_id,
+    source,
     text_logprobs,
     usage,
 )
@@ -138,7 +139,8 @@ async def chat_completions(served: Served, request, session: str | None):
         served.sessions.record(session, prompt, done[0], messages)
     choices = [{"index": i, "message": {"role": "assistant", "content": c.text},
                 "logprobs": chat_logprobs(served.tokens(c.token_ids), c.logprobs) if body.logprobs else None,
-                "finish_reason": finish_reason(c), **({"token_ids": c.token_ids} if body.return_token_ids else {})}
+                "finish_reason": finish_reason(c), **({"token_ids": c.token_ids} if body.return_token_ids else {}),
+                **source(c)}
                for i, c in enumerate(done)]
     return envelope("chat.completion", new_id("chatcmpl"), served.model, choices, usage=usage(len(prompt), done),
                     prompt_token_ids=prompt if body.return_token_ids else None)
@@ -163,7 +165,8 @@ async def completions(served: Served, request, session: str | None):
     for i, c in enumerate(done):
         ids = ({"prompt_token_ids": prompts[i // body.n], "token_ids": c.token_ids} if body.return_token_ids else {})
         logprobs = text_logprobs(served.tokens(c.token_ids), c.logprobs) if body.logprobs is not None else None
-        choices.append({"index": i, "text": c.text, "logprobs": logprobs, "finish_reason": finish_reason(c), **ids})
+        choices.append({"index": i, "text": c.text, "logprobs": logprobs, "finish_reason": finish_reason(c), **ids,
+                        **source(c)})
     prompt_tokens = sum(len(p) for p in prompts)
     return envelope("text_completion", new_id("cmpl"), served.model, choices, usage=usage(prompt_tokens, done))
 

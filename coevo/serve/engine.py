@@ -2,7 +2,8 @@
 just answered are expected back) and the compatible ones share one `Policy.generate` call, so that many
 agents share one model.
 
-Compatible means one sampling distribution: the same temperature and top_p (any top_p when greedy). A
+Compatible means one sampling distribution: the same temperature and top_p (any top_p when greedy), and
+the same grammar (vLLM's `structured_outputs`: coevo.harness.grammar), if any. A
 request with a seed runs in a batch of its own (its n copies), because the policy mixes the seed with the
 batch it draws for: alone, the same seed gives the same reply whatever else the server is doing. Rows
 of one batch may ask for different max_tokens: the batch decodes to the longest and each row is cut
@@ -54,7 +55,7 @@ def batch_key(job: Job) -> tuple:
     p = job.params
     if p.seed is not None:
         return ("alone", id(job))
-    return ("greedy",) if p.temperature <= 0 else ("sampled", p.temperature, p.top_p)
+    return (("greedy",) if p.temperature <= 0 else ("sampled", p.temperature, p.top_p)) + (p.grammar,)
 
 
 class BatchingEngine:
@@ -137,7 +138,7 @@ class BatchingEngine:
         requests = [GenerationRequest(token_ids=prompt, messages=job.messages) for job, prompt in rows]
         first = jobs[0].params
         params = SamplingParams(temperature=first.temperature, top_p=first.top_p, seed=first.seed,
-                                max_tokens=max(job.params.max_tokens for job in jobs))
+                                max_tokens=max(job.params.max_tokens for job in jobs), grammar=first.grammar)
         streams, at = {}, 0
         for job in jobs:
             streams |= {at + i: RowStream(job, i, self) for i in range(job.rows) if job.stream}
@@ -158,13 +159,15 @@ class BatchingEngine:
         """The row as if decoded alone: cut to its own max_tokens, then at its first stop string."""
         if len(c.token_ids) > max_tokens:
             ids = c.token_ids[:max_tokens]
-            c = Completion(self.chat.decode(ids), ids, c.logprobs[:max_tokens], finish_reason="length")
+            c = Completion(self.chat.decode(ids), ids, c.logprobs[:max_tokens], finish_reason="length",
+                           logprob_source=c.logprob_source)
         hits = [c.text.find(s) for s in stop if s in c.text]
         if not hits:
             return c
         # The fewest tokens whose text holds the stop string: those tokens were sampled, the text ends before it.
         end = next(k for k in range(1, len(c.token_ids) + 1) if any(s in self.chat.decode(c.token_ids[:k]) for s in stop))
-        return Completion(c.text[: min(hits)], c.token_ids[:end], c.logprobs[:end], finish_reason="stop")
+        return Completion(c.text[: min(hits)], c.token_ids[:end], c.logprobs[:end], finish_reason="stop",
+                          logprob_source=c.logprob_source)
 
 
 class RowStream:

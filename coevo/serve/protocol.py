@@ -12,7 +12,7 @@ import time
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from coevo import Completion, SamplingParams
 
@@ -39,6 +39,19 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+class StructuredOutputs(BaseModel):
+    """vLLM's `structured_outputs`; of its kinds only `grammar` (xgrammar EBNF, root rule `root`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    grammar: str
+
+    @field_validator("grammar")
+    @classmethod
+    def _compiles(cls, grammar: str) -> str:
+        check_ebnf(grammar)
+        return grammar
+
+
 class Sampling(BaseModel):
     """What chat and completions requests share."""
 
@@ -54,6 +67,22 @@ class Sampling(BaseModel):
     stream_options: StreamOptions | None = None
     return_token_ids: bool = False
     """vLLM's field: the response carries the prompt's and each choice's token ids."""
+    structured_outputs: StructuredOutputs | None = None
+    """vLLM's field: every choice is a sentence of this grammar (its logprobs are then of the masked
+    distribution, and each choice says `"logprob_source": "constrained"`)."""
+    guided_grammar: str | None = None
+    """vLLM's older name for structured_outputs.grammar."""
+
+    @field_validator("guided_grammar")
+    @classmethod
+    def _compiles(cls, grammar: str | None) -> str | None:
+        if grammar is not None:
+            check_ebnf(grammar)
+        return grammar
+
+    @property
+    def grammar(self) -> str | None:
+        return self.structured_outputs.grammar if self.structured_outputs else self.guided_grammar
 
     def stops(self) -> list[str]:
         stops = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
@@ -61,7 +90,8 @@ class Sampling(BaseModel):
 
     def sampling(self, max_tokens: int) -> SamplingParams:
         return SamplingParams(temperature=1.0 if self.temperature is None else self.temperature,
-                              top_p=1.0 if self.top_p is None else self.top_p, max_tokens=max_tokens, seed=self.seed)
+                              top_p=1.0 if self.top_p is None else self.top_p, max_tokens=max_tokens, seed=self.seed,
+                              grammar=self.grammar)
 
 
 class ChatRequest(Sampling):
@@ -80,6 +110,21 @@ class CompletionRequest(Sampling):
     logprobs: int | None = Field(None, ge=0, le=1)
     """0 or 1: the sampled token's logprob (there are no alternatives to list)."""
     echo: Literal[False] = False
+
+
+def check_ebnf(grammar: str) -> None:
+    """A ValueError (a 400 naming the field) unless `grammar` is an EBNF grammar xgrammar can parse."""
+    import xgrammar as xgr
+
+    try:
+        xgr.Grammar.from_ebnf(grammar)
+    except RuntimeError as e:
+        raise ValueError(f"not an EBNF grammar with a `root` rule: {str(e).splitlines()[0]}") from None
+
+
+def source(c: Completion) -> dict:
+    """A choice's `logprob_source`, said only when it is not the model's own distribution."""
+    return {"logprob_source": c.logprob_source} if c.logprob_source != "model" else {}
 
 
 def new_id(prefix: str) -> str:

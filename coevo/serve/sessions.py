@@ -72,7 +72,8 @@ class SessionStore:
                 continue
             if entry["messages"]:
                 self.chat_prompt(entry["session"], entry["messages"])
-            completion = Completion(entry["text"], entry["token_ids"], entry["logprobs"], entry["finish_reason"])
+            completion = Completion(entry["text"], entry["token_ids"], entry["logprobs"], entry["finish_reason"],
+                                    logprob_source=entry.get("logprob_source", "model"))
             self.record(entry["session"], entry["prompt_ids"], completion, entry["messages"])
 
     def _log(self, entry: dict) -> None:
@@ -106,6 +107,7 @@ class SessionStore:
             segment.completion_ids += completion.token_ids
             segment.completion_mask += [1] * len(completion.token_ids)
             segment.logprobs += completion.logprobs
+            segment.logprob_source = completion.logprob_source
             segment.turns += 1
             segment.tokens += len(completion.token_ids)
             segment.steps.append(Step(reply=completion.text, tokens=len(completion.token_ids)))
@@ -114,7 +116,8 @@ class SessionStore:
                 segment.messages = self._chats[session].messages
             self._log({"session": session, "prompt_ids": list(prompt_ids), "text": completion.text,
                        "token_ids": completion.token_ids, "logprobs": completion.logprobs,
-                       "finish_reason": completion.finish_reason, "messages": messages})
+                       "finish_reason": completion.finish_reason, "logprob_source": completion.logprob_source,
+                       "messages": messages})
 
     def _continue_chat(self, session: str, prompt_ids: list[int], completion: Completion, messages: list[dict]):
         """Keep the chat's buffer for the next call: the one `chat_prompt` fed, or a fresh one."""

@@ -86,13 +86,24 @@ class GRPORollout:
                                  "the token buffer re-tokenized model output (see the rollout's drift)")
         rewards = [reward_of(t, self.spec.reward) for t in trajectories]
         t1 = time.monotonic()
-        trainer_lp = mm.trainer_logprobs(model, rows["prompt_ids"], rows["completion_ids"], self.pad_id,
-                                         trainer.args.per_device_train_batch_size)
-        mismatch = mm.measure(trainer_lp, rows["logprobs"], rows["env_mask"])
+        if any(t.logprob_source == "constrained" for t in trajectories):
+            # Masked rollout logprobs against a forward with the grammar's masks replayed (the numerics),
+            # and against the plain forward TRL trains on (the grammar's gap): coevo/train/mismatch.py.
+            from coevo.harness.grammar import action_grammar
+
+            masked, plain = mm.grammar_logprobs(model, rows["prompt_ids"], rows["completion_ids"], rows["env_mask"],
+                                                action_grammar(self.harness), self.policy.tokenizer,
+                                                trainer.args.temperature, self.policy.stop_ids[0])
+            mismatch, metrics = mm.constrained_metrics(masked, plain, rows["logprobs"], rows["env_mask"])
+        else:
+            trainer_lp = mm.trainer_logprobs(model, rows["prompt_ids"], rows["completion_ids"], self.pad_id,
+                                             trainer.args.per_device_train_batch_size)
+            mismatch = mm.measure(trainer_lp, rows["logprobs"], rows["env_mask"])
+            metrics = mismatch.as_metrics()
         t_mismatch = time.monotonic() - t1
         skipped = self._judge(mismatch, step)
         self.stats = {
-            **episode_stats(trajectories, rewards), **mismatch.as_metrics(),
+            **episode_stats(trajectories, rewards), **metrics,
             "mismatch/breach": float(bool(mm.breaches(mismatch, self.spec.mismatch))),
             "mismatch/skipped": float(skipped), "tokens/loss_region_drift": float(loss_drift),
             "tokens/segments_dropped": float(self.segments_dropped),

@@ -5,6 +5,22 @@ The two differ by numerics (kernels, batch shapes, a bf16 rollout copy against f
 anything that makes the trainer see a different sequence than the sampler did (a history policy that
 elides old observations). GRPO's importance ratio assumes they agree; TRL only corrects for it with vLLM,
 so we measure it ourselves on every step, over model tokens only (mask 1), and let thresholds decide.
+
+Constrained decoding (`action_format.constrained`). The rollout draws each token from the model's
+distribution renormalised over the tokens the grammar allows, p_M(a) = p(a) / Z_M, and records THAT
+logprob (`Trajectory.logprob_source == "constrained"`): a logprob describes the distribution its token was
+drawn from, so that an importance ratio built on it is right. A plain training forward computes log p(a),
+which is log p_M(a) + log Z_M: lower wherever the model put mass outside the grammar. So the watch
+replays the masks (`grammar_logprobs`: the matcher is deterministic given the sampled tokens, and is
+restarted at each model turn) and compares both ways:
+- masked trainer vs rollout (`mismatch/*`, the thresholds' input): numerics only, as without a grammar;
+- unmasked trainer vs rollout (`mismatch/unmasked/*`): the grammar gap, mean -log Z_M per token.
+What TRL's loss differentiates is the unmasked log p(a) of the sampled (grammar-valid) tokens, i.e.
+log p_M(a) + log Z_M: beside the masked policy's gradient it carries A * grad log Z_M, which for a
+positive advantage moves mass onto the grammar's tokens (the model learns the format it was held to) and
+for a negative one away from them (removed again by the mask at sampling). TRL reads rollout logprobs only
+for vLLM importance sampling and `off_policy_mask_threshold`; neither is on here. Unconstrained
+trajectories (`logprob_source == "model"`) are compared exactly as before.
 """
 
 from __future__ import annotations
@@ -25,8 +41,8 @@ class Mismatch:
     """Approximate KL(rollout || trainer) per model token: mean of exp(d) - 1 - d, d = trainer - rollout."""
     tokens: int
 
-    def as_metrics(self) -> dict[str, float]:
-        return {f"mismatch/{k}": float(v) for k, v in asdict(self).items()}
+    def as_metrics(self, prefix: str = "mismatch") -> dict[str, float]:
+        return {f"{prefix}/{k}": float(v) for k, v in asdict(self).items()}
 
 
 def trainer_logprobs(model, prompts: list[list[int]], completions: list[list[int]], pad_id: int,
@@ -58,6 +74,60 @@ def trainer_logprobs(model, prompts: list[list[int]], completions: list[list[int
         logps = logps[:, -wc:].float().cpu()
         out += [logps[i, : len(ci)].tolist() for i, ci in enumerate(c)]
     return out
+
+
+def grammar_logprobs(model, prompts: list[list[int]], completions: list[list[int]], masks: list[list[int]],
+                     grammar: str, tokenizer, temperature: float, stop_id: int) -> tuple[list[list[float]], list[list[float]]]:
+    """Each completion token's log-probability under `model` at `temperature`, (masked, unmasked): masked
+    by the grammar's bitmask replayed over each model turn (each maximal run of mask-1 tokens, a matcher of
+    its own, ending on `stop_id`), as the rollout sampled it; 0.0 at environment tokens. One row per
+    forward, with logits kept only where a model token is predicted."""
+    import torch
+    import xgrammar as xgr
+
+    from coevo.harness.grammar import compile_for, replay_bitmask
+
+    device = next(model.parameters()).device
+    masked_out, plain_out = [], []
+    for p, c, m in zip(prompts, completions, masks):
+        at = [j for j, mj in enumerate(m) if mj]
+        masked, plain = [0.0] * len(c), [0.0] * len(c)
+        if at:
+            ids = torch.tensor([list(p) + list(c)], device=device)
+            keep = torch.tensor([len(p) + j - 1 for j in at], device=device)
+            with torch.no_grad():
+                logits = model(input_ids=ids, logits_to_keep=keep).logits[0].float().cpu() / temperature
+            tokens = torch.tensor([c[j] for j in at])
+            lp = torch.log_softmax(logits, -1).gather(-1, tokens[:, None])[:, 0]
+            compiled = compile_for(tokenizer, logits.shape[-1], grammar)
+            bitmask = torch.cat([replay_bitmask(compiled, run, stop_id, logits.shape[-1]) for run in _runs(c, m)])
+            xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=logits.shape[-1])
+            mlp = torch.log_softmax(logits, -1).gather(-1, tokens[:, None])[:, 0]
+            for k, j in enumerate(at):
+                masked[j], plain[j] = float(mlp[k]), float(lp[k])
+        masked_out.append(masked)
+        plain_out.append(plain)
+    return masked_out, plain_out
+
+
+def _runs(tokens: list[int], mask: list[int]) -> list[list[int]]:
+    """The maximal runs of mask-1 tokens: one sampled reply each."""
+    runs, current = [], []
+    for t, mi in zip(tokens, mask):
+        if mi:
+            current.append(t)
+        elif current:
+            runs.append(current)
+            current = []
+    return runs + [current] if current else runs
+
+
+def constrained_metrics(masked_lp: list[list[float]], plain_lp: list[list[float]], rollout_lp: list[list[float]],
+                        masks: list[list[int]]) -> tuple[Mismatch, dict[str, float]]:
+    """Both comparisons of constrained rollouts (see the module docstring): the masked one, which the
+    thresholds judge, and every metric of both (`mismatch/*`, `mismatch/unmasked/*`)."""
+    masked, plain = measure(masked_lp, rollout_lp, masks), measure(plain_lp, rollout_lp, masks)
+    return masked, {**masked.as_metrics(), **plain.as_metrics("mismatch/unmasked")}
 
 
 def measure(trainer_lp: list[list[float]], rollout_lp: list[list[float]], masks: list[list[int]]) -> Mismatch:
