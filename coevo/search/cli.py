@@ -50,6 +50,9 @@ def search(
                                                           "folder).")] = None,
     name: Annotated[str | None, typer.Option(help="Run name (default: the config's name or file stem).")] = None,
     budget: Annotated[float | None, typer.Option(help="Override the config's budget dial.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the config's seed (sampling, TPE, task subsets, "
+                                                  "training, intervals; the test draw keeps splits.test_seed).")
+                    ] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Parent folder of run folders (default runs/).")] = None,
     backend: Annotated[str | None, typer.Option(help="Sandbox backend for every episode: local, docker or auto "
                                                      "(default: the config's `sandbox`).")] = None,
@@ -75,15 +78,15 @@ def search(
             print(f"worker done: ran {ran} trial(s) of {folder}")
             return
         if resume is not None:
-            if budget is not None or config is not None or backend is not None or worker:
-                fail("--resume continues a run with its own config, budget and backend (in RUN/config.yaml); "
-                     "drop CONFIG, --budget, --backend and --worker")
+            if budget is not None or seed is not None or config is not None or backend is not None or worker:
+                fail("--resume continues a run with its own config, budget, seed and backend (in "
+                     "RUN/config.yaml); drop CONFIG, --budget, --seed, --backend and --worker")
             cfg = run_config(folder, **stores)
         elif config is None:
             fail("give a CONFIG file, or --resume RUN")
         else:
             cfg = load_config(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None,
-                              sandbox=backend, **stores)
+                              sandbox=backend, seed=seed, **stores)
         if worker:
             ran = run_worker(cfg.run_dir, stores)
             print(f"worker done: ran {ran} trial(s) of {cfg.run_dir}")
