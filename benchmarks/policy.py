@@ -13,6 +13,10 @@ Two tables:
    `torch.multinomial`): the episodes differ, so the table shows turns and model tokens per episode.
 3. Both paths' rollout logprobs against a training forward (the mismatch watch's Pearson).
 
+Constrained decoding (`action_format.constrained`) has its own tables in benchmarks/constrained.py, with
+the same --model: its cost per decoding step at batch 1, 8 and 32 against unconstrained decoding, xgrammar
+against llguidance, and the mismatch of masked rollout logprobs with and without the training-side mask.
+
 Without --model a fresh tiny model is built (speed does not depend on skill, but the tiny model is too
 small for the cache to matter much: use a real one).
 """

@@ -24,6 +24,7 @@ from coevo.harness.demos_build import build_pool
 from coevo.harness.fingerprint import fingerprint
 from coevo.policy.scripted import OraclePolicy
 from coevo.rollout import rollout
+from coevo.rollout.trajectory import task_instruction
 from coevo.tasks import load_taskset
 from coevo.train.harvest import token_row
 
@@ -141,6 +142,9 @@ def test_k_demos_open_a_real_episode_as_prompt_never_trained_on(task, pool, toke
     assert len(firsts) == 3 and "list /app" in firsts[0] + firsts[1] and "42 in" in firsts[0] + firsts[1]
     assert not any(TWIN.strip() in f for f in firsts[:2]) and TWIN.strip() in firsts[2]  # twin is never shown
     demo_end = t.messages.index(next(m for m in t.messages if m["content"] == firsts[2]))
+    # the record names the demonstrations, and views of the episode (coevo show, traces) find the task itself
+    assert len(t.demonstrations) == 2 and task.name not in t.demonstrations and t.task_message == demo_end
+    assert task_instruction(t) == firsts[2]
     roles = [m["role"] for m in t.messages[1:demo_end]]
     assert roles.count("assistant") == 4 and ("tool" in roles) == (name == "qwen_tools")
     prompt = tokenizer.decode(t.prompt_ids)

@@ -135,6 +135,22 @@ def test_bf16_rollout_mismatch_past_threshold_halts(tiny, coin_tasks, harness, t
     assert not (tmp_path / "run" / "checkpoints").exists() and not (tmp_path / "run" / ".staging").exists()
 
 
+def test_constrained_rollouts_are_judged_against_the_masked_training_forward(tiny, coin_tasks, harness, tmp_path):
+    """Grammar-masked rollout logprobs against the training forward with the same masks replayed: numerics
+    only, so a tight threshold holds; the plain forward (the grammar's gap) is reported beside it."""
+    from coevo.rollout import load_trajectories
+    from coevo.train.grpo import train_grpo
+
+    constrained = harness.with_overrides({"action_format.constrained": True})
+    s = spec(steps=1).with_overrides({"mismatch.action": "halt", "mismatch.max_mean_abs_diff": 1e-3})
+    result = train_grpo(tiny, constrained, tasks_of(coin_tasks), tmp_path / "run", s)
+    [m] = result.metrics
+    assert m["mismatch/tokens"] > 0 and m["mismatch/pearson"] > 0.999 and m["mismatch/breach"] == 0
+    assert m["mismatch/unmasked/mean_abs_diff"] > 100 * m["mismatch/mean_abs_diff"]
+    assert {t.logprob_source for t in load_trajectories(tmp_path / "run" / "rollouts" / "step-1.jsonl")} == {
+        "constrained"}
+
+
 def test_killed_run_resumes_from_its_last_checkpoint(tiny, coin_tasks, harness, tmp_path):
     (tmp_path / "h.yaml").write_text(harness.to_yaml())
     run = tmp_path / "run"

@@ -139,5 +139,12 @@ def test_failures_are_clustered_by_cause_and_focus_the_dimensions_that_address_t
 
     for params in trials:  # the harness as it is, with one dimension that addresses wrong output changed
         changed = [k for k, v in params.items() if v != get_dotted(current[k], k)]
-        assert len(changed) == 1 and changed[0] in ("templates.instance", "templates.system", "initial_observation")
+        assert len(changed) == 1 and changed[0] in ("demonstrations.k", "recovery.self_check", "templates.instance",
+                                                     "templates.system", "initial_observation")
     assert focused_trials(space, h, {"boundary": 3}, limit=4) == []  # nothing a harness can change
+    # a dimension whose `when` does not hold (file tools under bash_block) is never the one changed
+    for params in focused_trials(space, h, {**counts, "tool_error": 9}, limit=20):
+        changed = [k for k, v in params.items() if v != get_dotted(current[k], k)]
+        assert changed and not {"tools.read_file.enabled", "tools.write_file.enabled"} & set(changed)
+    first = focused_trials(space, h, {**counts, "format_error": 9}, limit=1)[0]  # the most direct lever first
+    assert first["action_format.constrained"] is True

@@ -52,7 +52,10 @@ def render_episode(t, raw_messages: bool = False) -> list:
 
 
 def _first_user(t) -> str:
-    return next((m["content"] for m in t.messages if m["role"] == "user"), "(no messages recorded)")
+    """The task's own first message (after any demonstration turns)."""
+    from coevo.rollout.trajectory import task_instruction
+
+    return task_instruction(t) or "(no messages recorded)"
 
 
 def _turn(n: int, step):

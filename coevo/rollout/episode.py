@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from coevo import Completion, GenerationRequest, Sandbox
 from coevo.harness import FormatError, Harness, ToolCall, ToolResult, parse_action
-from coevo.harness.demos import first_messages
+from coevo.harness.demos import choose, first_messages
 from coevo.harness.prompts import format_error_text, observation_text
 from coevo.harness.tools import execute, truncate
 from coevo.outcomes import Status
@@ -82,7 +82,11 @@ class Episode:
         earlier turns), then the task. All of it is the first prompt: counted against the context limit,
         never trained on."""
         t = self.task
-        return first_messages(self.harness, t.name, t.family, t.instruction, initial)
+        messages = first_messages(self.harness, t.name, t.family, t.instruction, initial)
+        if self.harness.demonstrations.k:  # recorded, so that views of the episode find the task's message
+            self.traj.demonstrations = [d.task for d in choose(self.harness, t.name, t.family, t.instruction)]
+            self.traj.task_message = len(messages) - 1
+        return messages
 
     def _sandbox_call(self, fn, *args):
         """The sandbox boundary: whatever breaks in there ends the episode as 'sandbox_error'."""

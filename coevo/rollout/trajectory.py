@@ -59,6 +59,10 @@ class Trajectory(BaseModel):
     forward matches them only with the same masks applied (coevo.train.mismatch replays them)."""
     messages: list[dict] = []
     """The chat as the model saw it (full history; under `last_k` older observations were elided)."""
+    task_message: int = 1
+    """Index in `messages` of the task's own first user message (after any demonstration turns)."""
+    demonstrations: list[str] = []
+    """The tasks whose verified episodes opened the chat (harness field `demonstrations`), in order."""
     steps: list[Step] = []
 
     status: Status | None = None
@@ -146,3 +150,10 @@ def load_trajectories(path: str | Path) -> list[Trajectory]:
         except ValueError as e:
             raise ValueError(f"{path}:{i}: not a trajectory record ({str(e).splitlines()[0]})") from None
     return out
+
+
+def task_instruction(t: Trajectory) -> str:
+    """The task's own first user message: after the demonstration turns that may open the chat."""
+    if t.demonstrations and t.task_message < len(t.messages):
+        return t.messages[t.task_message].get("content") or ""
+    return next((m.get("content") or "" for m in t.messages if m.get("role") == "user"), "")

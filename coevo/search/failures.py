@@ -25,17 +25,22 @@ from coevo.outcomes import FAILURE_STATUSES, passed
 CAUSES = ("format_error", "timeout", "no_submit", "tool_error", "wrong_output", "boundary")
 
 FOCUS = {
-    "format_error": ["action_format.kind", "recovery.format_error_feedback", "recovery.max_format_retries",
-                     "templates.system", "limits.max_tokens_per_turn"],
+    "format_error": ["action_format.constrained", "demonstrations.k", "action_format.kind",
+                     "recovery.format_error_feedback", "recovery.max_format_retries", "templates.system",
+                     "limits.max_tokens_per_turn"],
     "timeout": ["recovery.timeout_notice", "limits.command_timeout_s", "limits.max_turns"],
-    "no_submit": ["limits.max_turns", "limits.max_tokens_per_turn", "templates.system"],
-    "tool_error": ["recovery.nonzero_exit_hint", "initial_observation", "tools.read_file.enabled",
-                   "tools.write_file.enabled", "context.output_tail_chars", "templates.observation"],
-    "wrong_output": ["templates.instance", "templates.system", "initial_observation", "templates.observation",
-                     "recovery.nonzero_exit_hint"],
+    "no_submit": ["recovery.repeat_limit", "context.step_budget_notice", "demonstrations.k", "limits.max_turns",
+                  "limits.max_tokens_per_turn", "templates.system"],
+    "tool_error": ["recovery.self_check", "recovery.nonzero_exit_hint", "initial_observation",
+                   "tools.read_file.enabled", "tools.write_file.enabled", "context.output_tail_chars",
+                   "templates.observation"],
+    "wrong_output": ["demonstrations.k", "recovery.self_check", "templates.instance", "templates.system",
+                     "initial_observation", "templates.observation", "recovery.nonzero_exit_hint"],
     "boundary": [],
 }
-"""The harness dimensions that can address each cause, most direct first."""
+"""The harness dimensions that can address each cause, most direct first: constrained decoding removes
+format errors by construction, and demonstrations show a model that cannot act yet what an action is
+(issue 35); then the structural and runtime knobs."""
 
 
 def cause(t) -> str | None:
@@ -75,7 +80,8 @@ def focused_trials(space, harness, failures: dict[str, int], limit: int) -> list
     params = {p.path: p for p in space.harness_params}
     here = {path: get_dotted(harness.model_dump(mode="json"), path, None) for path in params}
     out = []
-    for path in (d for d in FOCUS[target] if d in params):
+    # A dimension whose `when` does not hold for the harness is not in effect: changing it changes nothing.
+    for path in (d for d in FOCUS[target] if d in params and params[d].active(here)):
         for value in _alternatives(params[path], here[path]):
             out.append({**{k: v for k, v in here.items() if _fits(params[k], v)}, path: value})
     return out[:limit]

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coevo.outcomes import passed
+from coevo.rollout.trajectory import task_instruction
 
 MAX_TEXT = 20_000
 """Characters kept of one text value in a span (a chat message, a reply, a tool's output)."""
@@ -134,7 +135,7 @@ class TraceWriter:
         episode_tags = {"status": str(first.status), "outcome": "passed" if ok else "failed", "task": first.task,
                         "family": first.family, "sample": first.sample, "harness": first.harness,
                         "harness_fingerprint": first.harness_fingerprint, **tags}
-        instruction = next((m.get("content") for m in last.messages if m.get("role") == "user"), "")
+        instruction = task_instruction(last)
         root = spans.add(
             f"episode {first.task} #{first.sample}", "AGENT", None, start_ns, end_ns, not ok,
             inputs={"task": first.task, "instruction": instruction},
