@@ -69,6 +69,14 @@ def _write_harness(harness, folder: Path) -> None:
         shutil.copy2(harness.prompts_path / name, target)
     data = harness.model_dump(mode="json")
     data["prompts_dir"] = "prompts"
+    if harness.demonstrations.k:  # the pools the demonstrations come from travel with the harness
+        from coevo.harness.demos import pool_paths
+
+        (folder / "demos").mkdir()
+        for field, source in pool_paths(harness):
+            key = field.rpartition(".")[2]
+            shutil.copy2(source, folder / "demos" / f"{key}.jsonl")
+            data["demonstrations"][key] = f"demos/{key}.jsonl"
     (folder / "harness.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
 
 

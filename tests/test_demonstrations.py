@@ -89,7 +89,7 @@ def test_build_refuses_a_task_outside_the_train_split(suite, tmp_path):
 
 
 def test_the_bundled_pool_covers_every_trained_family_from_train_tasks_only():
-    demos = load_pool(REPO / "tasks" / "demos" / "oracle.jsonl")
+    demos = load_pool(REPO / "harnesses" / "demos" / "oracle.jsonl")
     tasks = {t.name: t for t in load_taskset(REPO / "tasks").tasks}
     assert all(tasks[d.task].split == "train" and d.reward == 1.0 for d in demos)
     trained = {t.family for t in tasks.values() if t.split == "train"}
@@ -221,3 +221,20 @@ def test_own_pool_from_the_models_successes_on_train_tasks(suite, tmp_path):
     assert result.exit_code == 2 and "task held is in split 'dev'" in result.output
     both = harness(**{"demonstrations.k": 1, "demonstrations.source": "both", "demonstrations.own_pool": str(own)})
     assert [(d.task, d.source) for d in choose(both, "beta", "demo", "Store 42.")] == [("alpha", "own")]
+
+
+def test_a_bundle_carries_its_pool_and_a_harness_file_reads_pools_beside_it(pool, tmp_path):
+    """`coevo export` writes the pool into the bundle (demos/), and the bundle's harness reads it from there,
+    wherever the bundle is moved: what the model sees, and so the fingerprint, is unchanged."""
+    from coevo.bundle import load_bundle, write_bundle
+
+    h = harness(**{"demonstrations.k": 2, "demonstrations.pool": str(pool)})
+    model = tmp_path / "ckpt"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    write_bundle(tmp_path / "bundle", h, model, {}, "a bundle\n")
+    (tmp_path / "bundle").rename(tmp_path / "moved")
+    loaded, _, _ = load_bundle(tmp_path / "moved")
+    assert loaded.demonstrations.pool == (tmp_path / "moved" / "demos" / "pool.jsonl").resolve()
+    assert (tmp_path / "moved" / "demos" / "pool.jsonl").read_bytes() == pool.read_bytes()
+    assert fingerprint(loaded) == fingerprint(h)

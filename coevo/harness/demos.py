@@ -6,7 +6,7 @@ A pool is a JSONL file of `Demo`s: the task's name, family and instruction, each
 their outputs and exit codes, and the reward. `coevo demos build` writes the oracle's (solve.sh replayed
 in real sandboxes, verified) from a train split only, so no dev, promotion or test solution can reach a
 prompt; `coevo demos own` writes the model's own verified successes from episode files. The bundled tasks'
-pool ships in tasks/demos/oracle.jsonl (spec.DEFAULT_DEMOS_POOL). Building pools: demos_build.py.
+pool ships in harnesses/demos/oracle.jsonl (spec.DEFAULT_DEMOS_POOL). Building pools: demos_build.py.
 
 Demonstrations are prompt, never trained on: they enter the episode's first prompt (`prompt_ids`), and
 token rows mask the prompt out (coevo.train.harvest.token_row). A demo's instance prompt shows no initial

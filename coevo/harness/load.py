@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import model_validator
 
 from coevo.config import apply_overrides, read_mapping, validate
+from coevo.harness.demos import check_demonstrations
 from coevo.harness.errors import HarnessError
 from coevo.harness.prompts import check_harness
 from coevo.harness.spec import HarnessSpec
@@ -22,6 +23,8 @@ class Harness(HarnessSpec):
     def _check(self) -> Harness:
         try:
             check_harness(self)
+            if self.demonstrations.k:  # the pools parse and the demonstrations fit the context
+                check_demonstrations(self)
         except HarnessError as e:
             # As a ValueError it joins pydantic's report, which `validate` prefixes with the file name.
             raise ValueError(str(e)) from None
@@ -35,7 +38,8 @@ class Harness(HarnessSpec):
 
 def load_harness(path: str | Path) -> Harness:
     """Load `harnesses/NAME.yaml`. Templates resolve against its `prompts_dir` (relative to the YAML
-    file), by default the `prompts/` folder next to the YAML's folder. `name` defaults to the file stem.
+    file), by default the `prompts/` folder next to the YAML's folder; so do demonstration pools. `name`
+    defaults to the file stem.
     A file of `kind: native` is a native agent's harness (coevo.native.spec.NativeHarness), which the
     rollout, the search, training and the bundle take in its place."""
     from coevo.native.spec import is_native_file, load_native_harness
@@ -47,6 +51,11 @@ def load_harness(path: str | Path) -> Harness:
     data.setdefault("name", path.stem)
     prompts = Path(data.get("prompts_dir") or path.resolve().parent.parent / "prompts")
     data["prompts_dir"] = (prompts if prompts.is_absolute() else path.resolve().parent / prompts).resolve()
+    demos = data.get("demonstrations")
+    if isinstance(demos, dict):  # pools, like templates, resolve against the harness file's folder
+        for key in ("pool", "own_pool"):
+            if isinstance(demos.get(key), str) and not Path(demos[key]).is_absolute():
+                demos[key] = str((path.resolve().parent / demos[key]).resolve())
     return harness_from_dict(data, source=str(path))
 
 

@@ -91,7 +91,3 @@ def check_harness(harness: HarnessSpec) -> None:
         step_budget_text(harness, harness.limits.max_turns - 1)
     if harness.recovery.self_check:
         self_check_text(harness)
-    if harness.demonstrations.k:  # the pools parse and the demonstrations fit the context
-        from coevo.harness.demos import check_demonstrations
-
-        check_demonstrations(harness)

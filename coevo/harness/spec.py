@@ -17,7 +17,7 @@ import coevo
 
 DEFAULT_PROMPTS_DIR = Path(coevo.__file__).resolve().parent.parent / "prompts"
 """Where templates are looked up when a harness does not say (the repository's `prompts/`)."""
-DEFAULT_DEMOS_POOL = DEFAULT_PROMPTS_DIR.parent / "tasks" / "demos" / "oracle.jsonl"
+DEFAULT_DEMOS_POOL = DEFAULT_PROMPTS_DIR.parent / "harnesses" / "demos" / "oracle.jsonl"
 """The oracle pool built from the bundled tasks' train split (`coevo demos build`), used when `demonstrations.pool`
 is unset."""
 
@@ -156,8 +156,8 @@ class Demonstrations(_Section):
     placement: Literal["turns", "system"] = "turns"
     """`turns`: earlier user/assistant/observation messages before the task; `system`: appended to the system prompt."""
     pool: Path | None = None
-    """The oracle pool (JSONL, from `coevo demos build`; a relative path is read from the working directory);
-    None: the bundled pool of the bundled tasks."""
+    """The oracle pool (JSONL, from `coevo demos build`; relative to the harness file's folder, or to the working
+    directory in an override); None: the bundled pool of the bundled tasks."""
     own_pool: Path | None = None
     """The model's own verified successes (JSONL, from `coevo demos own`); needed by source `own` and `both`."""
 
