@@ -3,6 +3,8 @@ policy is the synthetic harness-sensitive oracle (coevo/policy/synthetic.py)."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 import yaml
@@ -59,3 +61,30 @@ def claim_race(url: str, contenders: int = 6, rounds: int = 10) -> list[int]:
         winners.append(sum(claimed))
         study.tell(study.get_trials(states=(TrialState.RUNNING,))[0].number, 0.0)
     return winners
+
+
+def study_trials(db: Path, study: str) -> list[tuple[int, str, int]]:
+    """(number, state, intermediate values reported) per trial, read straight from the sqlite file."""
+    if not db.exists():
+        return []
+    for _ in range(50):
+        try:
+            with sqlite3.connect(db, timeout=5) as con:
+                return con.execute(
+                    "SELECT t.number, t.state, (SELECT COUNT(*) FROM trial_intermediate_values v WHERE v.trial_id"
+                    " = t.trial_id) FROM trials t JOIN studies s ON t.study_id = s.study_id WHERE s.study_name = ?"
+                    " ORDER BY t.number", (study,)).fetchall()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):  # the search has not created its tables yet
+                return []
+            time.sleep(0.1)  # locked by a worker's write: an empty answer here would read as trials lost
+    raise TimeoutError(f"{db}: still locked after 50 tries")
+
+
+def final_table(state) -> dict:
+    """The table's numbers and decisions, without run ids and paths (which differ between folders)."""
+    rows = {row: {k: r[k] for k in ("per_task", "pass_at_1", "ci_low", "ci_high", "score", "generation",
+                                      "overrides", "gain", "gain_low", "gain_high")} for row, r in state.test.items()}
+    decisions = [{k: h[k] for k in ("phase", "challenger", "accepted", "gain", "wins", "losses", "ties")}
+                 for h in state.history]
+    return {"rows": rows, "verdict": state.verdict, "decisions": decisions}

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from search_helpers import ROOT, SMALL_SPACE, claim_race, write_config
+from search_helpers import ROOT, SMALL_SPACE, claim_race, study_trials, write_config
 
 
 def test_a_failing_trial_is_recorded_and_the_study_goes_on(suite, tmp_path):
@@ -61,24 +61,6 @@ def test_a_failing_grpo_phase_keeps_the_weights_and_the_search_goes_on(suite, tm
     assert "tasks_per_step=500" in w1.data.tags["error"]
 
 
-def _trials(db: Path, study: str) -> list[tuple[int, str, int]]:
-    """(number, state, intermediate values reported) per trial, read straight from the sqlite file."""
-    if not db.exists():
-        return []
-    for _ in range(50):
-        try:
-            with sqlite3.connect(db, timeout=5) as con:
-                return con.execute(
-                    "SELECT t.number, t.state, (SELECT COUNT(*) FROM trial_intermediate_values v WHERE v.trial_id"
-                    " = t.trial_id) FROM trials t JOIN studies s ON t.study_id = s.study_id WHERE s.study_name = ?"
-                    " ORDER BY t.number", (study,)).fetchall()
-        except sqlite3.OperationalError as e:
-            if "no such table" in str(e):  # the search has not created its tables yet
-                return []
-            time.sleep(0.1)  # locked by a worker's write: an empty answer here would read as trials lost
-    raise TimeoutError(f"{db}: still locked after 50 tries")
-
-
 def _pause_between_writes(pid: int, stores: list[Path]) -> None:
     """SIGSTOP a worker at a moment it holds no lock on the run's sqlite stores.
 
@@ -115,7 +97,7 @@ def test_kill_minus_9_then_resume_keeps_finished_work_and_retries_the_killed_tri
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline:  # kill in the middle of a trial, after two have finished
-            rows = _trials(db, "killed.h1")
+            rows = study_trials(db, "killed.h1")
             if [s for _, s, _ in rows].count("COMPLETE") >= 2 and any(s == "RUNNING" and n for _, s, n in rows):
                 break
             assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
@@ -127,7 +109,7 @@ def test_kill_minus_9_then_resume_keeps_finished_work_and_retries_the_killed_tri
     finally:
         if proc.poll() is None:
             proc.kill()
-    killed = next(number for number, state, _ in _trials(db, "killed.h1") if state == "RUNNING")
+    killed = next(number for number, state, _ in study_trials(db, "killed.h1") if state == "RUNNING")
     weights = run_dir / "model" / "model.safetensors"  # the generation-0 checkpoint
     stamp = weights.stat().st_mtime_ns
     study = optuna.load_study(study_name="killed.h1", storage=f"sqlite:///{db}")
@@ -167,7 +149,7 @@ def test_a_second_worker_joins_the_harness_phase_on_the_shared_storage(suite, tm
     worker = None
 
     def complete() -> int:
-        return sum(state == "COMPLETE" for _, state, _ in _trials(db, "shared.h1"))
+        return sum(state == "COMPLETE" for _, state, _ in study_trials(db, "shared.h1"))
 
     try:
         deadline = time.monotonic() + 180

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from search_helpers import ROOT, write_config
+from search_helpers import ROOT, final_table, write_config
 
 
 def tiny_config(folder: Path, suite: Path) -> Path:
@@ -25,15 +25,6 @@ def tiny_config(folder: Path, suite: Path) -> Path:
     return path
 
 
-def table(state) -> dict:
-    """The table's numbers and decisions, without run ids and paths (which differ between folders)."""
-    rows = {row: {k: r[k] for k in ("per_task", "pass_at_1", "ci_low", "ci_high", "score", "generation",
-                                      "overrides", "gain", "gain_low", "gain_high")} for row, r in state.test.items()}
-    decisions = [{k: h[k] for k in ("phase", "challenger", "accepted", "gain", "wins", "losses", "ties")}
-                 for h in state.history]
-    return {"rows": rows, "verdict": state.verdict, "decisions": decisions}
-
-
 def test_the_same_config_and_seed_twice_give_an_identical_table(suite, tmp_path):
     from coevo.search.config import load_config
     from coevo.search.run import Search
@@ -42,7 +33,7 @@ def test_the_same_config_and_seed_twice_give_an_identical_table(suite, tmp_path)
     for attempt in ("first", "second"):
         (tmp_path / attempt).mkdir()
         config = load_config(tiny_config(tmp_path / attempt, suite))
-        tables.append(table(Search(config, log=lambda line: None).run()))
+        tables.append(final_table(Search(config, log=lambda line: None).run()))
     assert tables[0] == tables[1]
     assert tables[0]["rows"]["baseline"]["generation"] == 0 and len(tables[0]["rows"]) == 6
 

@@ -6,7 +6,7 @@ the final 2x2 table is scored on test tasks only, and the best pair is exported 
     space.py          search_spaces/*.yaml -> SearchSpace (dotted harness paths, train.* GRPO options, `when`)
     space_check.py    the checks run on a whole space file before any trial
     config.py         the search config and the plan its one `budget` dial sets
-    schedule.py       "w0 -> h -> w -> h" -> phases
+    schedule.py       "w0 -> h -> w -> h" -> typed phases (kind w0, h, w or n, and name)
     splits.py         the three roles of tasks: evolve, promotion, test (drawn once into the run folder)
     inputs.py         Inputs: what a config resolves to (harness, space, plan, phases, task subsets)
     state.py          Pair, RunState and the Ledger that keeps state.json
@@ -18,6 +18,7 @@ the final 2x2 table is scored on test tasks only, and the best pair is exported 
     phases.py         generation 0, its baseline, and w0 (warm start)
     harness_phase.py  h (Optuna over harness keys, scored on dev)
     weights.py        w (GRPO, optionally a study over train.* keys; then top-k harnesses re-scored)
+    nested.py         n (nested trials: each harness scored with a LoRA adapter trained under it)
     scoring.py        dev/test subsets, batched scoring with pruning, the objective
     study.py          Optuna storage (heartbeats, retries), samplers, pruner, `optimize_until`
     reconnect.py      the Optuna storage waits out a database restart

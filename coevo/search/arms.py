@@ -6,6 +6,10 @@
     weights-only   the run's GRPO steps (steps per w-phase x w-phases), in one run from generation 0
                    under the base harness, with the first w-phase's seed: its own checkpoint.
 
+A nested schedule (n-phases, coevo/search/nested.py) counts its trials as h-trials for the harness arm (the
+same trials with no inner training), and gives the weights arm the same number of inner trainings, all
+under the base harness, the best picked on the promotion tasks (`nested.weights_arm`).
+
 Each arm's best pair then goes through the same promotion rule as the co-evolved candidates, against the
 baseline; an arm whose candidate is rejected reports the baseline pair, exactly as co-evolution would have.
 Results go into state.json (`arms`), so a resumed run never redoes a finished arm.
@@ -17,16 +21,19 @@ import time
 
 from coevo.search.context import RunContext
 from coevo.search.harness_phase import HarnessObjective, pair_of
+from coevo.search.schedule import HARNESS_ARM, WEIGHTS_ARM, Kind, Phase, count
 from coevo.search.state import Pair
 
-HARNESS_ARM, WEIGHTS_ARM = "harness-only", "weights-only"
 UNITS = {HARNESS_ARM: "h-trials on generation 0", WEIGHTS_ARM: "GRPO steps from generation 0 under the base harness"}
 
 
 def fair_arms(ctx: RunContext, name: str, run_id: str) -> None:
     state = ctx.ledger.state
     ctx.evaluator.evolve_batches = ctx.inputs.dev_batches  # the original evolve set (see curriculum.py)
-    for arm, build in ((HARNESS_ARM, harness_arm), (WEIGHTS_ARM, weights_arm)):
+    from coevo.search import nested
+
+    weights = nested.weights_arm if count(ctx.inputs.schedule, Kind.N) else weights_arm
+    for arm, build in ((HARNESS_ARM, harness_arm), (WEIGHTS_ARM, weights)):
         if arm in state.arms:
             continue
         started = time.monotonic()
@@ -47,14 +54,16 @@ def fair_arms(ctx: RunContext, name: str, run_id: str) -> None:
         ctx.ledger.save()
 
 
-def h_phases_on_g0(phases: list[str]) -> list[str]:
-    """The h-phases before the first w-phase: they searched on generation 0."""
-    first_w = next((i for i, p in enumerate(phases) if p.startswith("w") and p != "w0"), len(phases))
-    return [p for p in phases[:first_w] if p.startswith("h")]
+def h_phases_on_g0(phases: list[Phase]) -> list[str]:
+    """The h-phases before the first w- or n-phase (the first to train): they searched on generation 0."""
+    first_w = next((i for i, p in enumerate(phases) if p.kind in (Kind.W, Kind.N)), len(phases))
+    return [p.name for p in phases[:first_w] if p.kind is Kind.H]
 
 
 def harness_budget(ctx: RunContext) -> int:
-    return ctx.inputs.plan.trials * sum(p.startswith("h") for p in ctx.inputs.phases)
+    """h-trials, and nested trials (which the arm runs without their inner training)."""
+    schedule = ctx.inputs.schedule
+    return ctx.inputs.plan.trials * (count(schedule, Kind.H) + count(schedule, Kind.N))
 
 
 def weights_budget(ctx: RunContext) -> int:
@@ -62,7 +71,7 @@ def weights_budget(ctx: RunContext) -> int:
     w-phases spent."""
     from coevo.search.weights import grpo_spec
 
-    w_phases = sum(p.startswith("w") and p != "w0" for p in ctx.inputs.phases)
+    w_phases = count(ctx.inputs.schedule, Kind.W)
     runs = ctx.inputs.plan.train_trials if ctx.inputs.space.train_params else 1
     per_phase = ctx.inputs.plan.grpo_steps if grpo_spec(ctx, {}).mode == "rl" else 1
     return per_phase * w_phases * runs
@@ -78,9 +87,9 @@ def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
     study_name = f"{config.name}.arm-harness"
     study = open_study(ctx.storage, study_name, make_sampler(config.sampler, config.seed, budget),
                        make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
-    arm_instructions(ctx, h_phases_on_g0(ctx.inputs.phases), run_id, baseline)  # evolve keys: g0's GEPA texts
+    arm_instructions(ctx, h_phases_on_g0(ctx.inputs.schedule), run_id, baseline)  # evolve keys: g0's GEPA texts
     if not study.trials:
-        for phase in h_phases_on_g0(ctx.inputs.phases):
+        for phase in h_phases_on_g0(ctx.inputs.schedule):
             done = open_study(ctx.storage, f"{config.name}.{phase}", None, None)
             study.add_trials(widened(ctx.inputs.space, done.get_trials(deepcopy=False, states=FINISHED)))
     ctx.log(f"arm {HARNESS_ARM}: {budget} h-trials on generation 0 ({len(study.trials)} from the run's g0 "

@@ -95,7 +95,8 @@ class SearchConfig(BaseModel):
     space: Path = Path("search_spaces/default.yaml")
     """Search space (dotted harness paths and train.* GRPO options)."""
     schedule: str = "w0 -> h -> w -> h"
-    """Phases: w0 warm start (SFT on oracle episodes), h harness search on dev, w GRPO on train."""
+    """Phases: w0 warm start (SFT on oracle episodes), h harness search on dev, w GRPO on train, n nested
+    trials (each harness scored with a LoRA adapter trained under it)."""
     budget: float = Field(1.0, gt=0)
     """The one dial: trials, task subsets, GRPO steps and warm-start epochs follow from it."""
     plan: Plan = Plan()

@@ -20,6 +20,7 @@ from functools import cached_property
 from coevo.search.evaluator import Evaluator
 from coevo.search.inputs import Inputs
 from coevo.search.ratchet import Incumbent
+from coevo.search.schedule import kind_of
 from coevo.search.state import Ledger
 from coevo.search.tracking import Tracker
 
@@ -54,7 +55,7 @@ class RunContext:
             self.tracker.reopen(state.phase_runs[name])
             return state.phase_runs[name]
         run_id = self.tracker.start(name, state.parent_run, {
-            "phase": name, "kind": name if name in ("w0", "test") else name[0], "generation": self.ledger.generation,
+            "phase": name, "kind": str(kind_of(name) or name), "generation": self.ledger.generation,
             "checkpoint": self.ledger.checkpoint or ""})
         state.phase_runs[name] = run_id
         self.ledger.save()

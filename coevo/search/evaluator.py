@@ -24,8 +24,10 @@ class Evaluator:
         """What a pair is scored on by default: the evolve set now (coevo/search/curriculum.py refreshes it)."""
 
     def _default_policy(self, harness, checkpoint: str, tasks: list):
-        """The config's policy, or else the checkpoint itself (one model loaded per checkpoint)."""
+        """The config's policy, or else the checkpoint itself (one model loaded per checkpoint); a LoRA
+        adapter folder (a nested trial's) is loaded merged over its base model."""
         from coevo.policy import make_policy
+        from coevo.train.lora import adapter_policy, is_adapter
 
         config = self.inputs.config
         spec = dict(config.policy or {})
@@ -34,7 +36,8 @@ class Evaluator:
         if spec:
             return make_policy(spec, harness=harness, tasks=tasks)
         if self._policy_cache is None or self._policy_cache[0] != checkpoint:
-            self._policy_cache = (checkpoint, make_policy({"backend": "hf", "model": checkpoint}))
+            self._policy_cache = (checkpoint, adapter_policy(checkpoint) if is_adapter(checkpoint)
+                                  else make_policy({"backend": "hf", "model": checkpoint}))
         return self._policy_cache[1]
 
     def evaluate(self, name: str, parent: str, overrides: dict[str, Any], checkpoint: str, generation: int,

@@ -19,9 +19,9 @@ from typing import Any
 
 from coevo.outcomes import SUMMARY_METRICS
 from coevo.search import plots
-from coevo.search.arms import HARNESS_ARM, WEIGHTS_ARM
 from coevo.search.context import RunContext
 from coevo.search.final_table import H0_M_STAR, H_STAR_M0, markdown
+from coevo.search.schedule import HARNESS_ARM, WEIGHTS_ARM
 from coevo.search.state import Pair, RunState
 
 ROWS = ("baseline", HARNESS_ARM, WEIGHTS_ARM, "co-evolved", H_STAR_M0, H0_M_STAR)

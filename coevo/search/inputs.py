@@ -14,7 +14,7 @@ from typing import Any
 
 from coevo.search.config import Plan, SearchConfig, make_plan
 from coevo.search.errors import SearchError
-from coevo.search.schedule import parse_schedule
+from coevo.search.schedule import Phase, parse_phases
 from coevo.search.scoring import batches, stratified
 from coevo.search.splits import check_disjoint, resolve_splits
 
@@ -30,8 +30,8 @@ class Inputs:
     space: Any
     """The SearchSpace: harness keys for h-phases, train.* keys for w-phases."""
     plan: Plan
-    phases: list[str]
-    """The schedule's phases by name: w0, h1, w1, h2, ..."""
+    schedule: list[Phase]
+    """The schedule's phases, typed: (w0, "w0"), (h, "h1"), (w, "w1"), ..."""
     train: list
     """Train tasks (warm start and GRPO)."""
     dev: list
@@ -46,6 +46,11 @@ class Inputs:
     """Test tasks of families never trained on: their own block of the final table."""
     origin: dict[str, str] = field(default_factory=dict)
     """Where each role's tasks come from, in words."""
+
+    @property
+    def phases(self) -> list[str]:
+        """The schedule's phases by name: w0, h1, w1, h2, ..."""
+        return [p.name for p in self.schedule]
 
     def harness(self, overrides: dict[str, Any]):
         """The harness a pair trains under."""
@@ -67,7 +72,7 @@ def load_inputs(config: SearchConfig) -> Inputs:
     from coevo.search.space_check import load_space
     from coevo.tasks import load_taskset
 
-    phases = parse_schedule(config.schedule, f"{config.source}: schedule")
+    schedule = parse_phases(config.schedule, f"{config.source}: schedule")
     check_train_and_policy(config)
     base = load_harness(config.harness)
     if config.overrides:
@@ -91,7 +96,7 @@ def load_inputs(config: SearchConfig) -> Inputs:
     roles = resolve_splits(config.tasks, config.run_dir, stratified(splits["dev"], plan.dev_tasks, config.seed),
                            config.splits.test, config.splits.promotion, config.seed, config.splits.test_seed)
     check_disjoint(roles, f"search config '{config.name}' ({config.tasks})")
-    return Inputs(config=config, base=base, space=space, plan=plan, phases=phases,
+    return Inputs(config=config, base=base, space=space, plan=plan, schedule=schedule,
                   train=stratified(splits["train"], plan.train_tasks, config.seed), dev=roles.evolve,
                   dev_batches=batches(roles.evolve, plan.batches, config.seed),
                   test=stratified(roles.test, plan.test_tasks, config.seed), promotion=roles.promotion,

@@ -90,13 +90,18 @@ def log_two_by_two(tracker, run_id: str, test: dict[str, dict], verdict: dict) -
 
 def lever_of(history: list[dict]) -> list[str]:
     """Which lever each promotion decision moved: an h-phase's candidate is a harness; a w-phase's first is
-    the new weights (under the incumbent's harness), any later one a harness on them; an arm its own."""
+    the new weights (under the incumbent's harness), any later one a harness on them; an n-phase's is a
+    pair (a harness with the adapter trained under it); an arm its own."""
+    from coevo.search.schedule import Kind, kind_of
+
     out, seen = [], set()
     for h in history:
         phase = h["phase"]
         if phase.startswith("arm"):
             out.append("weights" if "weights" in phase else "harness")
-        elif phase.startswith("w"):
+        elif kind_of(phase) is Kind.N:
+            out.append("pair")
+        elif kind_of(phase) is Kind.W:
             out.append("harness" if phase in seen else "weights")
         else:
             out.append("harness")
@@ -121,8 +126,8 @@ def draw_search(state, margin: float = 0.0, objective: str = "objective"):
 
 
 def _draw_decisions(ax, decisions: list[dict], margin: float) -> None:
-    colors = {"harness": "tab:blue", "weights": "tab:orange"}
     levers = lever_of(decisions)
+    colors = {"harness": "tab:blue", "weights": "tab:orange", **({"pair": "tab:purple"} if "pair" in levers else {})}
     for i, (h, lever) in enumerate(zip(decisions, levers, strict=True)):
         ax.errorbar([i], [h["gain"]], yerr=[[h["gain"] - h["gain_low"]], [h["gain_high"] - h["gain"]]], fmt="o",
                     color=colors[lever], markersize=9, capsize=5, markerfacecolor=colors[lever] if h["accepted"]

@@ -190,7 +190,7 @@ def check_estimate(c: Context) -> str:
     from coevo.sandbox import make_sandbox
     from coevo.search.config import make_plan
     from coevo.search.instructions.spec import EvolveParam
-    from coevo.search.schedule import parse_schedule
+    from coevo.search.schedule import Kind, count, parse_phases
 
     _need(c.base and c.tasks and all(c.splits.values()), "the config and tasks in every split")
     task = next(t for t in c.tasks if t.split == "dev")
@@ -206,12 +206,14 @@ def check_estimate(c: Context) -> str:
                          f"reward {traj.reward} ({traj.error or 'the harness cannot play the solution'})")
     plan = make_plan(c.config, c.splits["train"], c.splits["dev"], c.splits["test"],
                      len(c.space.train_params) if c.space else 0)
-    phases = parse_schedule(c.config.schedule)
-    h_phases, w_phases = (sum(p.startswith(k) and p != "w0" for p in phases) for k in ("h", "w"))
+    phases = parse_phases(c.config.schedule)
+    h_phases, w_phases, n_phases = (count(phases, k) for k in (Kind.H, Kind.W, Kind.N))
     # Trials (twice with the harness arm), every decision's two promotion scores at most, and the final
-    # table's six pairs at most on the test tasks and a held-out block of about the test split's size.
-    trials = h_phases * plan.trials * (2 if c.config.arms else 1)
-    decisions = h_phases + 2 * w_phases + (2 if c.config.arms else 0)
+    # table's six pairs at most on the test tasks and a held-out block of about the test split's size. A
+    # nested phase's trials count as h-trials here (their training is not in the estimate); its weights arm
+    # scores each of its trainings on the promotion tasks.
+    trials = (h_phases + n_phases) * plan.trials * (2 if c.config.arms else 1)
+    decisions = h_phases + 2 * w_phases + n_phases + (2 + n_phases * plan.trials if c.config.arms else 0)
     pairs = 6 if c.config.arms else 4
     gepa = h_phases * sum(p.evolve.budget for p in c.space.params if isinstance(p, EvolveParam)) if c.space else 0
     held = c.splits["test"] if c.config.splits.held_out is None else min(c.config.splits.held_out, c.splits["test"])

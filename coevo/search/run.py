@@ -9,10 +9,11 @@ coevo/search/workers.py.
       optuna.db        Optuna RDB storage (default; any SQLAlchemy URL works)
       mlflow.db        MLflow tracking store (default; any tracking URI works), artifacts in mlartifacts/
       model/           the tiny model, when the config names none
-      checkpoints/     w0 (warm start), g1, g2, ... (GRPO phases)
+      checkpoints/     w0 (warm start), g1, g2, ... (GRPO phases), n1, ... (a nested phase's best pair, merged)
+      adapters/        n1-t0, n1-t1, ...: each nested trial's LoRA adapter and the data it was trained on
 
-Generation 0 and w0 live in coevo/search/phases.py, h in harness_phase.py, w in weights.py, the fair arms
-in arms.py, the final table in final.py.
+Generation 0 and w0 live in coevo/search/phases.py, h in harness_phase.py, w in weights.py, n in nested.py,
+the fair arms in arms.py, the final table in final.py.
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ from coevo.search.errors import SearchError
 from coevo.search.evaluator import Evaluator, PolicyFactory
 from coevo.search.harness_phase import harness_phase
 from coevo.search.inputs import load_inputs
+from coevo.search.nested import nested_phase
 from coevo.search.phases import ensure_start, warm_start
 from coevo.search.ratchet import Incumbent
+from coevo.search.schedule import Kind
 from coevo.search.splits import Splits, save_splits
 from coevo.search.state import Ledger, RunState
 from coevo.search.tracking import Tracker, default_uri, flatten, is_local
 from coevo.search.weights import weights_phase
 
-PHASES = {"w0": warm_start, "h": harness_phase, "w": weights_phase}
+PHASES = {Kind.W0: warm_start, Kind.H: harness_phase, Kind.W: weights_phase, Kind.N: nested_phase}
 """Phase kind -> the function that runs it: (RunContext, phase name, MLflow run id) -> None."""
 
 
@@ -60,16 +63,16 @@ class Search:
 
     def run(self) -> RunState:
         ctx, state = self.ctx, self.ctx.ledger.state
-        phases = ctx.inputs.phases
+        phases = ctx.inputs.schedule
         self._open_parent()
         try:
-            for i, name in enumerate(phases):
+            for i, phase in enumerate(phases):
                 if i < state.phases_done:
                     continue
-                ctx.log(f"== phase {name} ({i + 1}/{len(phases)})")
-                if name != "w0":
-                    ensure_start(ctx)  # generation 0 and its baseline, before any h or w
-                self._phase(name, PHASES["w0" if name == "w0" else name[0]])
+                ctx.log(f"== phase {phase.name} ({i + 1}/{len(phases)})")
+                if phase.kind is not Kind.W0:
+                    ensure_start(ctx)  # generation 0 and its baseline, before any h, w or n
+                self._phase(phase.name, PHASES[phase.kind])
                 state.phases_done, state.steps = i + 1, []
                 ctx.ledger.save()
             ensure_start(ctx)

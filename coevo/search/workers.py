@@ -30,6 +30,7 @@ from typing import Any
 
 from coevo.search.context import RunContext
 from coevo.search.errors import SearchError
+from coevo.search.schedule import Kind, Phase
 from coevo.search.state import RunState, load_state
 
 POLL_SECONDS = 2.0
@@ -60,11 +61,12 @@ def owner_lock(run_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def open_phase(state: RunState, phases: list[str]) -> str | None:
+def open_phase(state: RunState, phases: list[Phase]) -> str | None:
     """The h-phase the owner runs now, once its study is ready for workers."""
-    name = phases[state.phases_done] if state.phases_done < len(phases) else None
-    if name and name.startswith("h") and name in state.phase_runs and state.step("seeded") is not None:
-        return name
+    phase = phases[state.phases_done] if state.phases_done < len(phases) else None
+    if (phase and phase.kind is Kind.H and phase.name in state.phase_runs
+            and state.step("seeded") is not None):
+        return phase.name
     return None
 
 
@@ -92,9 +94,9 @@ def run_worker(folder: Path, overrides: dict[str, Any], log: Callable[[str], Non
     ctx, served, ran = search.ctx, set(), 0
     while True:
         ctx.ledger.state = state = load_state(ctx.ledger.path)
-        if state.done or not any(p.startswith("h") for p in ctx.inputs.phases[state.phases_done:]):
+        if state.done or not any(p.kind is Kind.H for p in ctx.inputs.schedule[state.phases_done:]):
             return ran
-        name = open_phase(state, ctx.inputs.phases)
+        name = open_phase(state, ctx.inputs.schedule)
         if name is None or name in served:
             time.sleep(POLL_SECONDS)
             continue
@@ -106,7 +108,7 @@ def run_worker(folder: Path, overrides: dict[str, Any], log: Callable[[str], Non
 def join_current(ctx: RunContext) -> int:
     """`coevo search --join RUN`: one more worker for the h-phase the owner runs now, and only that one."""
     state = ctx.ledger.state
-    name = open_phase(state, ctx.inputs.phases)
+    name = open_phase(state, ctx.inputs.schedule)
     if name is None:
         following = ctx.inputs.phases[state.phases_done:] or ["the test table"]
         raise SearchError(f"{ctx.run_dir}: the search is not in a harness phase now (next: {following[0]}); "

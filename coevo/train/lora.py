@@ -222,3 +222,48 @@ def adapter_callback():
                 save_merged(model, staged)
 
     return MergedCheckpoints()
+
+
+def is_adapter(folder: str | Path) -> bool:
+    """A folder holding only a LoRA adapter (peft's format, over the base model it names), not a model."""
+    return (Path(folder) / "adapter_config.json").is_file() and not (Path(folder) / "config.json").is_file()
+
+
+def adapter_base(folder: str | Path) -> Path:
+    """The base model folder an adapter folder was trained over (its adapter_config.json says)."""
+    config = Path(folder) / "adapter_config.json"
+    base = json.loads(config.read_text()).get("base_model_name_or_path")
+    if not base or not (Path(base) / "config.json").is_file():
+        raise LoraError(f"{config}: base_model_name_or_path {base!r} is not a model folder on this machine; "
+                        "the adapter can only be loaded over the model it was trained on")
+    return Path(base)
+
+
+def load_adapted(folder: str | Path):
+    """The adapter in `folder` on a fresh copy of its base model (a peft model, adapter not merged)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(adapter_base(folder), dtype=torch.float32)
+    return PeftModel.from_pretrained(base, str(folder))
+
+
+def adapter_policy(folder: str | Path):
+    """An HFPolicy over the adapter's base model with the adapter's merged weights loaded into it: a pair
+    (harness, adapter) is scored without a merged folder on disk."""
+    from coevo.policy.hf import HFPolicy
+
+    policy = HFPolicy(adapter_base(folder))
+    policy.model.load_state_dict(merged_state_dict(load_adapted(folder)))
+    return policy
+
+
+def merge_adapter(folder: str | Path, out: Path) -> Path:
+    """Write the adapter in `folder` merged into its base as a plain model folder `out` (the adapter in
+    `out/adapter`, the tokenizer beside it): what every reader of a checkpoint folder expects."""
+    from transformers import AutoTokenizer
+
+    save_merged(load_adapted(folder), out)
+    AutoTokenizer.from_pretrained(adapter_base(folder)).save_pretrained(out)
+    return out

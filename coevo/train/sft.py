@@ -57,10 +57,11 @@ def check_lengths(tokenizer, conversations: list[list[dict]], max_length: int, s
 
 
 def train_sft(model_dir: Path, conversations: list[list[dict]] | list[dict], out: Path, settings: SFTSettings,
-              source: str = "warmstart") -> Path:
+              source: str = "warmstart", merged: bool = True) -> Path:
     """Fine-tune `model_dir` on `conversations` and save a HF folder to `out`. Each is a list of chat messages
     (rendered by the chat template, loss on the assistant's turns), or a token row {"input_ids",
-    "assistant_masks"} trained on exactly as given (a sampled episode: token in, token out)."""
+    "assistant_masks"} trained on exactly as given (a sampled episode: token in, token out). With LoRA and
+    `merged=False`, `out` holds only the adapter (peft's own folder, over `model_dir`) and the tokenizer."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -95,7 +96,9 @@ def train_sft(model_dir: Path, conversations: list[list[dict]] | list[dict], out
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     trainer.train()
     out = Path(out)
-    if settings.lora.enabled:
+    if settings.lora.enabled and not merged:
+        trainer.model.save_pretrained(out)
+    elif settings.lora.enabled:
         lora.save_merged(trainer.model, out)
     else:
         trainer.save_model(str(out))

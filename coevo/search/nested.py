@@ -1,0 +1,272 @@
+"""The n-phase: nested trials, the card's literal shape (an inner TRL loop inside each outer Optuna trial).
+
+After SFT under a harness H0, H0 wins every comparison (lock-in): every other harness is scored on weights
+that learned H0's format. So here a harness is only ever scored with weights trained under it. Each trial:
+
+1. samples a harness H (and train.* values) from the space, as an h-trial does;
+2. renders its training data under H: every train task's oracle episode (solution/solve.sh played through
+   H by the real rollout engine, kept only when the verifier passes it; `train.replay_min` caps how many
+   when set), plus, when `train.mode` is sft or auto, the start model's own verified successes sampled
+   under H (the harvest: matched to H by fingerprint, token in / token out);
+3. trains a LoRA adapter by SFT from the phase's start weights (the incumbent's checkpoint when the phase
+   began; `train.lora`, rank 8 when the config trains full weights, `train.sft_epochs`,
+   `train.sft_learning_rate`, one seed for every trial so that only H differs);
+4. scores the pair (H, adapter) on the evolve set batch by batch, reporting after each batch to Optuna's
+   pruner, which may stop it.
+
+Each trial's adapter lives in runs/<name>/adapters/<phase>-t<k>/adapter (peft's folder over the start
+weights, published by rename), with data/ (the episodes it was trained on) and nested.json (the harness
+fingerprint it was trained under, its overrides, train values and data counts) beside it. Trials are scored
+from the adapter loaded over the resident base, with no merged folder. Only the phase's best pair is merged,
+into checkpoints/<phase> (a plain model folder with its adapter in adapter/), because everything downstream
+reads plain folders: the ratchet, which then decides on it on the promotion tasks, the final table, the
+next phases and `coevo export`. The merged folder becomes the next generation's checkpoint, accepted or not,
+as after a w-phase.
+
+Resume: a killed trial is re-run by Optuna with its parameters, in the same slot (the count of trials
+finished before it: its label and its folder), so a published adapter is reused and a half-trained one is
+trained again from scratch. Each trial draws from a sampler seeded by its slot, so a resumed phase proposes
+what a straight run would (tests/test_search_nested.py kills one and compares the final tables).
+
+Where this departs from issue 36: the inner loop is SFT only (no GRPO steps after it), and the SFT is
+scored once, after training, on each evolve batch (the pruning points are the evolve batches, not inner
+steps); no trial starts from an earlier trial's adapter (no PBT); and adapters are merged for the
+best pair of a phase rather than only on `coevo export`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from coevo.search.context import RunContext
+from coevo.search.ratchet import Candidate
+from coevo.search.state import Pair
+
+LORA_RANK = 8
+"""The adapter rank of nested trials when `train.lora.rank` is 0 (a trial's weights are always an adapter)."""
+ARTIFACT_BYTES = 20 << 20
+"""An adapter folder up to this size is also logged to MLflow as an artifact of its trial."""
+
+
+def nested_phase(ctx: RunContext, name: str, run_id: str) -> None:
+    from coevo.search import plots
+    from coevo.search.harness_phase import log_importances
+    from coevo.search.instructions.evolve import evolve_instructions
+    from coevo.search.study import make_pruner, open_study, top_trials
+
+    config, ledger = ctx.inputs.config, ctx.ledger
+    start = Pair.model_validate((ledger.step("start") or ledger.done_step(
+        "start", pair=ctx.incumbent.pair.model_dump())).data["pair"])
+    evolve_instructions(ctx, name, run_id, start)
+    study_name = f"{config.name}.{name}"
+    study = open_study(ctx.storage, study_name, None, make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
+    objective = NestedObjective(ctx, name, run_id, study_name, start)
+    run_trials(ctx, study, ctx.inputs.plan.trials, objective, config.seed + ctx.inputs.phases.index(name))
+    top = [t for t in top_trials(study, ctx.inputs.plan.top_k) if "adapter" in t.user_attrs]
+    accepted = False
+    if top:
+        best = merged_best(ctx, name, trial_pair(ctx, top[0], start))
+        accepted = ctx.incumbent.challenge(Candidate(best, name), run_id, "challenge").accepted
+        ledger.state.pool = [best, *(trial_pair(ctx, t, start) for t in top[1:])]
+    trials = study.get_trials(deepcopy=False)
+    ctx.tracker.metrics(run_id, {"trials": len(trials), "best_objective": top[0].value if top else 0.0,
+                                 "pruned": sum(t.state.name == "PRUNED" for t in trials),
+                                 "accepted": float(accepted)})
+    log_importances(ctx, name, run_id, study)
+    plots.log_study(ctx.tracker, run_id, study)
+    ledger.save()
+
+
+def run_trials(ctx: RunContext, study, target: int, objective, seed: int) -> None:
+    """Trials until the study holds `target` finished ones, one at a time, each proposed by a sampler seeded
+    with `seed` and the count finished before it (its slot): a resumed phase, whose killed trial is retried
+    first with its parameters, then proposes the trials a straight run would have, in the same slots."""
+    from coevo.search.study import finished, make_sampler, optimize_until
+
+    config, first = ctx.inputs.config, True
+    while (done := finished(study)) < target:
+        study.sampler = make_sampler(config.sampler, seed * 1009 + done, target)
+        objective.slot = done
+        optimize_until(study, done + 1, objective, config.grace_period, wait_for_stale=first and ctx.resume)
+        first = False
+
+
+class NestedObjective:
+    """One nested trial: a harness, an adapter trained under it, the pair scored on the evolve set. A failure
+    scores 0 with its cause recorded (Optuna user attr + MLflow tag), never a crash of the run."""
+
+    def __init__(self, ctx: RunContext, name: str, run_id: str, study_name: str, start: Pair):
+        self.ctx, self.name, self.run_id, self.study_name, self.start = ctx, name, run_id, study_name, start
+        self.slot = 0
+        """Trials finished before this one (set by `run_trials`): its label and its folder, the same for a
+        killed trial's retry and in a straight run."""
+
+    def __call__(self, trial) -> float:
+        import optuna
+
+        from coevo.search.scoring import Pruned
+        from coevo.search.space import split_overrides
+
+        ctx = self.ctx
+        overrides, train = split_overrides(ctx.inputs.space.suggest(trial, ctx.inputs.space.params))
+        label = f"{self.name} #{self.slot}"
+        trial_run = ctx.tracker.start(label, self.run_id, {"phase": self.name, "trial": trial.number,
+                                                           "study": self.study_name, "nested": "1"})
+        try:
+            adapter, info = train_adapter(ctx, self.start, overrides, train, ctx.run_dir / "adapters" /
+                                          f"{self.name}-t{self.slot}", seed=ctx.inputs.config.seed + self.start.generation)
+            record_training(ctx, trial_run, adapter, info)
+            trial.set_user_attr("adapter", str(adapter))
+            trial.set_user_attr("trained_fingerprint", info["harness_fingerprint"])
+            pair, _ = ctx.evaluator.evaluate(f"{label} eval", trial_run, overrides, str(adapter),
+                                             self.start.generation + 1, label, trial=trial, train=train,
+                                             tags={"trial": trial.number, "study": self.study_name})
+        except Pruned as p:
+            ctx.tracker.end(trial_run)
+            ctx.log(f"{label}: {p}")
+            raise optuna.TrialPruned(str(p)) from None
+        except Exception as e:  # noqa: BLE001 - boundary: a failing trial is data, the study goes on
+            cause = f"{type(e).__name__}: {e}"
+            trial.set_user_attr("error", cause[:2000])
+            ctx.tracker.tags(trial_run, {"error": cause[:5000]})
+            ctx.tracker.end(trial_run, "FAILED")
+            ctx.log(f"{label}: failed, scored 0: {cause[:300]}")
+            return 0.0
+        for key in ("per_task", "pass_at_1", "ci_low", "ci_high", "mlflow_run", "failures", "fingerprint"):
+            trial.set_user_attr(key, getattr(pair, key))
+        trial.set_user_attr("label", label)
+        ctx.tracker.metrics(trial_run, {"objective": pair.score, "pass_at_1": pair.pass_at_1})
+        ctx.tracker.end(trial_run)
+        ctx.log(f"{label}: dev {pair.brief()} ({info['oracle_examples']} oracle + {info['own_examples']} own "
+                "examples)")
+        return pair.score
+
+
+def train_adapter(ctx: RunContext, start: Pair, overrides: dict[str, Any], train: dict[str, Any], folder: Path,
+                  seed: int | None = None) -> tuple[Path, dict]:
+    """A LoRA adapter trained from `start`'s checkpoint under the harness of `overrides`, in folder/adapter
+    (reused when already published); returns it and what it was trained on (folder/nested.json)."""
+    from coevo.harness.fingerprint import fingerprint
+    from coevo.search.weights import grpo_spec
+    from coevo.train.lora import LoraSpec
+    from coevo.train.sft import SFTSettings, train_sft
+
+    adapter, record = folder / "adapter", folder / "nested.json"
+    if (adapter / "adapter_config.json").is_file() and record.is_file():
+        return adapter, json.loads(record.read_text())
+    spec = grpo_spec(ctx, train, seed=seed)
+    harness = ctx.inputs.harness(overrides)
+    rows, numbers = training_rows(ctx, start.checkpoint, harness, spec, folder / "data")
+    lora = spec.lora if spec.lora.enabled else LoraSpec(rank=LORA_RANK)
+    staging = folder / "adapter.staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    train_sft(Path(start.checkpoint), rows, staging, SFTSettings(
+        epochs=spec.sft_epochs, lr=spec.sft_learning_rate, seed=spec.seed, warmup_ratio=0.0, lora=lora),
+        source=f"nested trial under {harness.name}", merged=False)
+    info = {"harness_fingerprint": fingerprint(harness), "overrides": overrides, "train": train,
+            "base": start.checkpoint, "seed": spec.seed, "lora": lora.model_dump(), **numbers}
+    record.write_text(json.dumps(info, indent=1) + "\n")
+    staging.rename(adapter)  # a kill before this leaves only the staging folder: trained again on retry
+    return adapter, info
+
+
+def training_rows(ctx: RunContext, model: str, harness, spec, out: Path) -> tuple[list[dict], dict]:
+    """Token rows rendered under `harness`: the model's own verified successes (sft and auto modes) and the
+    train tasks' oracle episodes that pass; both sets of episodes are kept in `out` for a resumed trial."""
+    from coevo.train.harvest import Harvest
+    from coevo.train.replay import replay
+    from coevo.train.weights import sample_harvest
+
+    tasks, backend = ctx.inputs.train, ctx.inputs.config.sandbox
+    out.mkdir(parents=True, exist_ok=True)
+    own = sample_harvest(Path(model), harness, tasks, spec, out, backend, None) if spec.mode != "rl" else Harvest()
+    demos = replay(Path(model), harness, tasks, own.never, len(own.rows), spec.replay_ratio, out, spec.seed,
+                   backend, None, spec.replay_min or len(tasks))
+    rows = [*own.rows, *demos.rows]
+    if not rows:
+        raise ValueError(f"no training data under {harness.name}: no own verified success, and none of "
+                         f"{len(demos.left_out)} oracle episodes passed under this harness")
+    return rows, {"own_examples": len(own.rows), "oracle_examples": len(demos.rows),
+                  "oracle_left_out": len(demos.left_out)}
+
+
+def record_training(ctx: RunContext, trial_run: str, adapter: Path, info: dict) -> None:
+    """The trial's training in MLflow: params, the fingerprint it was trained under, the adapter's path
+    (and the adapter itself when small), and its data counts."""
+    ctx.tracker.params(trial_run, {**info["overrides"], **{f"train.{k}": v for k, v in info["train"].items()},
+                                   "lora.rank": info["lora"]["rank"], "base": info["base"], "seed": info["seed"]})
+    ctx.tracker.tags(trial_run, {"harness_fingerprint": info["harness_fingerprint"], "adapter": str(adapter)})
+    ctx.tracker.metrics(trial_run, {k: info[k] for k in ("own_examples", "oracle_examples", "oracle_left_out")})
+    if sum(f.stat().st_size for f in adapter.rglob("*") if f.is_file()) <= ARTIFACT_BYTES:
+        ctx.tracker.folder(trial_run, adapter, "adapter")
+
+
+def trial_pair(ctx: RunContext, trial, start: Pair) -> Pair:
+    """A finished nested trial as a Pair: its harness with its adapter."""
+    from coevo.search.space import split_overrides
+
+    attrs = trial.user_attrs
+    overrides, train = split_overrides(ctx.inputs.space.resolve(trial.params))
+    return Pair(overrides=overrides, train=train, checkpoint=attrs["adapter"], generation=start.generation + 1,
+                source=attrs.get("label", f"#{trial.number}"), score=trial.value, pass_at_1=attrs["pass_at_1"],
+                ci_low=attrs["ci_low"], ci_high=attrs["ci_high"], per_task=attrs["per_task"],
+                mlflow_run=attrs["mlflow_run"], failures=attrs["failures"], fingerprint=attrs["fingerprint"],
+                trial=trial.number)
+
+
+def merged_best(ctx: RunContext, name: str, pair: Pair) -> Pair:
+    """The phase's best pair with its adapter merged into checkpoints/<phase> (once; a resumable step): the
+    next generation's checkpoint, and the candidate the ratchet decides on."""
+    from coevo.train.lora import merge_adapter
+
+    ledger = ctx.ledger
+    step = ledger.step("merged")
+    if step is None:
+        out = ctx.run_dir / "checkpoints" / name
+        if not (out / "config.json").is_file():
+            staging = out.with_name(f"{name}.staging")
+            shutil.rmtree(staging, ignore_errors=True)
+            merge_adapter(pair.checkpoint, staging)
+            staging.rename(out)
+        ledger.state.checkpoints.append(str(out))
+        step = ledger.done_step("merged", pair=pair.model_copy(update={"checkpoint": str(out)}).model_dump())
+    return Pair.model_validate(step.data["pair"])
+
+
+def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
+    """The weights-only arm of a nested schedule: as many inner trainings as the run's nested trials, from
+    generation 0 under the base harness (train.* values drawn from the space when it has any, and a seed
+    per training), the best picked on the promotion tasks."""
+    from coevo.search.schedule import WEIGHTS_ARM, Kind, count
+    from coevo.search.space import split_overrides
+
+    state, space = ctx.ledger.state, ctx.inputs.space
+    budget = ctx.inputs.plan.trials * count(ctx.inputs.schedule, Kind.N)
+    state.budgets[WEIGHTS_ARM] = {"unit": "LoRA trainings (nested trials) from generation 0 under the base harness"}
+    draws = space.sample(budget, ctx.inputs.config.seed, space.train_params) if space.train_params else []
+    scored = [arm_training(ctx, run_id, i, split_overrides(draws[i])[1] if i < len(draws) else {})
+              for i in range(budget)]
+    scored = [(mean, pair) for mean, pair in scored if pair is not None]
+    return (max(scored, key=lambda s: s[0])[1] if scored else state.baseline), budget
+
+
+def arm_training(ctx: RunContext, run_id: str, i: int, train: dict[str, Any]) -> tuple[float, Pair | None]:
+    """The weights arm's i-th training (a resumable step) and its mean promotion score; None when it failed."""
+    config, ledger, baseline = ctx.inputs.config, ctx.ledger, ctx.ledger.state.baseline
+    step = ledger.step(f"arm nested {i}")
+    if step is None:
+        try:
+            adapter, _ = train_adapter(ctx, baseline, {}, train, ctx.run_dir / "adapters" / f"arm-weights-{i}",
+                                       seed=config.seed + baseline.generation + i)
+            pair = Pair(train=train, checkpoint=str(adapter), generation=1, source=f"arm weights-only #{i}")
+            scores = ctx.incumbent.promotion_scores(pair, run_id)
+            step = ledger.done_step(f"arm nested {i}", pair=pair.model_dump(),
+                                    mean=sum(scores.values()) / max(1, len(scores)))
+        except Exception as e:  # noqa: BLE001 - boundary: a failed training is left out of the arm's pick
+            ctx.log(f"arm weights-only: training {i} failed: {type(e).__name__}: {e}"[:400])
+            step = ledger.done_step(f"arm nested {i}", pair=None, mean=0.0)
+    pair = step.data["pair"]
+    return step.data["mean"], Pair.model_validate(pair) if pair else None
