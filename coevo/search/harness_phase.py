@@ -12,7 +12,6 @@ from coevo.search.state import Pair
 
 
 def harness_phase(ctx: RunContext, name: str, run_id: str) -> None:
-    from coevo.search import plots
     from coevo.search.instructions.evolve import evolve_instructions
     from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until, top_trials
 
@@ -32,13 +31,20 @@ def harness_phase(ctx: RunContext, name: str, run_id: str) -> None:
     top = [pair_of(t, ctx, name) for t in top_trials(study, plan.top_k)]
     accepted = bool(top) and ctx.incumbent.challenge(Candidate(top[0], name), run_id, "challenge").accepted
     ledger.state.pool = top
+    close_phase(ctx, name, run_id, study, top[0].score if top else 0.0, accepted)
+
+
+def close_phase(ctx: RunContext, name: str, run_id: str, study, best: float, accepted: bool) -> None:
+    """What every searched phase (h, n) records at its end: its counts, importances and plot, then saves."""
+    from coevo.search import plots
+
     trials = study.get_trials(deepcopy=False)
-    ctx.tracker.metrics(run_id, {"trials": len(trials), "best_objective": top[0].score if top else 0.0,
+    ctx.tracker.metrics(run_id, {"trials": len(trials), "best_objective": best,
                                  "pruned": sum(t.state.name == "PRUNED" for t in trials),
                                  "accepted": float(accepted)})
     log_importances(ctx, name, run_id, study)
     plots.log_study(ctx.tracker, run_id, study)
-    ledger.save()
+    ctx.ledger.save()
 
 
 def focus(ctx: RunContext, study, run_id: str, name: str) -> int:

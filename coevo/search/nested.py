@@ -52,8 +52,7 @@ ARTIFACT_BYTES = 20 << 20
 
 
 def nested_phase(ctx: RunContext, name: str, run_id: str) -> None:
-    from coevo.search import plots
-    from coevo.search.harness_phase import log_importances
+    from coevo.search.harness_phase import close_phase
     from coevo.search.instructions.evolve import evolve_instructions
     from coevo.search.study import make_pruner, open_study, top_trials
 
@@ -71,13 +70,7 @@ def nested_phase(ctx: RunContext, name: str, run_id: str) -> None:
         best = merged_best(ctx, name, trial_pair(ctx, top[0], start))
         accepted = ctx.incumbent.challenge(Candidate(best, name), run_id, "challenge").accepted
         ledger.state.pool = [best, *(trial_pair(ctx, t, start) for t in top[1:])]
-    trials = study.get_trials(deepcopy=False)
-    ctx.tracker.metrics(run_id, {"trials": len(trials), "best_objective": top[0].value if top else 0.0,
-                                 "pruned": sum(t.state.name == "PRUNED" for t in trials),
-                                 "accepted": float(accepted)})
-    log_importances(ctx, name, run_id, study)
-    plots.log_study(ctx.tracker, run_id, study)
-    ledger.save()
+    close_phase(ctx, name, run_id, study, top[0].value if top else 0.0, accepted)
 
 
 def run_trials(ctx: RunContext, study, target: int, objective, seed: int) -> None:

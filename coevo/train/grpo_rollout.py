@@ -203,15 +203,7 @@ def loss_region_drift(t: Trajectory, ids: list[int], mask: list[int], sampled: d
     """Tokens in the loss region (mask 1) of what goes to TRL that are not exactly what the policy sampled:
     each maximal run of mask-1 tokens must be one whole sampled completion of this task, and together they
     must be the trajectory's model tokens."""
-    runs, current = [], []
-    for tok, m in zip(ids, mask):
-        if m:
-            current.append(tok)
-        elif current:
-            runs.append(current)
-            current = []
-    if current:
-        runs.append(current)
+    runs = mm.model_runs(ids, mask)
     # A served agent's calls do not say which task they serve: those completions are filed under "".
     bad = sum(len(r) for r in runs if tuple(r) not in sampled.get(t.task, ()) and tuple(r) not in sampled.get("", ()))
     region = [tok for r in runs for tok in r]

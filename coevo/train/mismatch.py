@@ -100,7 +100,7 @@ def grammar_logprobs(model, prompts: list[list[int]], completions: list[list[int
             tokens = torch.tensor([c[j] for j in at])
             lp = torch.log_softmax(logits, -1).gather(-1, tokens[:, None])[:, 0]
             compiled = compile_for(tokenizer, logits.shape[-1], grammar)
-            bitmask = torch.cat([replay_bitmask(compiled, run, stop_id, logits.shape[-1]) for run in _runs(c, m)])
+            bitmask = torch.cat([replay_bitmask(compiled, run, stop_id, logits.shape[-1]) for run in model_runs(c, m)])
             xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=logits.shape[-1])
             mlp = torch.log_softmax(logits, -1).gather(-1, tokens[:, None])[:, 0]
             for k, j in enumerate(at):
@@ -110,7 +110,7 @@ def grammar_logprobs(model, prompts: list[list[int]], completions: list[list[int
     return masked_out, plain_out
 
 
-def _runs(tokens: list[int], mask: list[int]) -> list[list[int]]:
+def model_runs(tokens: list[int], mask: list[int]) -> list[list[int]]:
     """The maximal runs of mask-1 tokens: one sampled reply each."""
     runs, current = [], []
     for t, mi in zip(tokens, mask):
