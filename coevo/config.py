@@ -1,4 +1,4 @@
-"""The config kernel: how every file a user writes (harness, search space, search config, GRPO spec,
+"""The config kernel: how every file a user writes (harness, search space, search config, training spec,
 task.toml) is read, overridden by dotted paths and validated, so that a mistake reads the same
 everywhere: the file, the field, and what would be valid.
 
@@ -33,7 +33,7 @@ or no field at all."""
 # -- reading ---------------------------------------------------------------------------------------
 def read_yaml(path: str | Path, what: str, error: type[CoevoError] = ConfigError) -> Any:
     """The parsed contents of `path` (`what` names the kind of file in messages)."""
-    import yaml  # not at import time: the harness and GRPO spec modules import this one and stay light
+    import yaml  # not at import time: the harness and training spec modules import this one and stay light
 
     path = Path(path)
     try:

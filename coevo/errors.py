@@ -7,8 +7,8 @@ class CoevoError(Exception):
 
 
 class ConfigError(CoevoError):
-    """A config file (harness, search space, search config, GRPO spec) or a dotted override is invalid.
-    coevo.config raises it, or the subclass its caller passes (HarnessError, GRPOSpecError)."""
+    """A config file (harness, search space, search config, training spec) or a dotted override is invalid.
+    coevo.config raises it, or the subclass its caller passes (HarnessError, TrainSpecError)."""
 
 
 class TaskError(CoevoError):

@@ -59,9 +59,9 @@ def tasks_of(root: Path) -> list:
 
 
 def spec(**kw):
-    from coevo.train.grpo import GRPOSpec
+    from coevo.train.grpo import TrainSpec
 
-    return GRPOSpec(**{"steps": 2, "group_size": 2, "tasks_per_step": 2, "reward": "partial", **kw})
+    return TrainSpec(**{"steps": 2, "group_size": 2, "tasks_per_step": 2, "reward": "partial", **kw})
 
 
 def test_two_steps_change_weights_and_keep_env_tokens_out_of_the_loss(tiny, coin_tasks, harness, tmp_path):
@@ -196,38 +196,51 @@ def test_a_new_run_refuses_a_folder_with_checkpoints(tiny, coin_tasks, harness, 
 
 
 def test_spec_overrides_and_errors():
-    from coevo.train.grpo import GRPOSpec, spec_from_dict
+    from coevo.train.grpo import TrainSpec, spec_from_dict
 
-    s = GRPOSpec().with_overrides({"beta": 0.01, "mismatch.action": "skip", "trl.top_entropy_quantile": 0.2})
+    s = TrainSpec().with_overrides({"beta": 0.01, "mismatch.action": "skip", "trl.top_entropy_quantile": 0.2})
     assert (s.beta, s.mismatch.action, s.trl) == (0.01, "skip", {"top_entropy_quantile": 0.2})
     with pytest.raises(ValueError, match=r"unknown field 'betta' \(valid: steps, group_size"):
-        GRPOSpec().with_overrides({"betta": 0.1})
+        TrainSpec().with_overrides({"betta": 0.1})
     with pytest.raises(ValueError, match=r"unknown field 'mismatch.act' \(valid: action, min_pearson"):
-        GRPOSpec().with_overrides({"mismatch.act": "halt"})
+        TrainSpec().with_overrides({"mismatch.act": "halt"})
     with pytest.raises(ValueError, match=r"'beta.x': 'beta' is not a section \(sections: mismatch, trl"):
-        GRPOSpec().with_overrides({"beta.x": 1})
+        TrainSpec().with_overrides({"beta.x": 1})
     with pytest.raises(ValueError, match="micro_batch_size=3 must divide"):
         spec_from_dict({"tasks_per_step": 2, "group_size": 4, "micro_batch_size": 3}, "cfg.yaml")
+
+
+def test_trl_fields_pass_through_to_grpo_config_by_name(harness, tmp_path):
+    from coevo.train.grpo import grpo_config
+    from coevo.train.spec import TRL_FIELDS
+
+    s = spec(learning_rate=3e-5, loss_type="dr_grpo", beta=0.02, epsilon_high=0.28, num_iterations=2,
+             importance_sampling_level="sequence", trl={"top_entropy_quantile": 0.2})
+    config = grpo_config(s, harness, tmp_path)
+    assert {name: getattr(config, name) for name in TRL_FIELDS} == {name: getattr(s, name) for name in TRL_FIELDS}
+    assert config.top_entropy_quantile == 0.2  # any other GRPOConfig option, through `trl`
+    with pytest.raises(ValueError, match=r"trl: \['no_such_option'\] are not TRL GRPOConfig options"):
+        grpo_config(spec(trl={"no_such_option": 1}), harness, tmp_path)
 
 
 def test_lr_multipliers_give_matching_parameters_their_own_rate(tiny, harness, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from coevo.train.grpo import GRPOSpec, _optimizer, grpo_config, spec_from_dict
+    from coevo.train.grpo import TrainSpec, _optimizer, grpo_config, spec_from_dict
 
     def optimizer_of(spec):
         return _optimizer(model, spec, grpo_config(spec, harness, tmp_path))
 
     model = AutoModelForCausalLM.from_pretrained(tiny)
-    assert optimizer_of(GRPOSpec()) is None  # TRL builds its default optimizer
-    optimizer = optimizer_of(GRPOSpec(learning_rate=1e-3, lr_multipliers={"model.norm.*": 50}))
+    assert optimizer_of(TrainSpec()) is None  # TRL builds its default optimizer
+    optimizer = optimizer_of(TrainSpec(learning_rate=1e-3, lr_multipliers={"model.norm.*": 50}))
     groups = sorted(optimizer.param_groups, key=lambda g: g["lr"])
     assert [g["lr"] for g in groups] == [1e-3, pytest.approx(5e-2)]
     assert groups[1]["params"] == [model.model.norm.weight]
     assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
     with pytest.raises(ValueError, match=r"\['lm_head.bias'\] match no parameter"):
-        optimizer_of(GRPOSpec(lr_multipliers={"lm_head.bias": 2.0}))
-    assert GRPOSpec().with_overrides({"lr_multipliers.model.norm.weight": 100}).lr_multipliers == {
+        optimizer_of(TrainSpec(lr_multipliers={"lm_head.bias": 2.0}))
+    assert TrainSpec().with_overrides({"lr_multipliers.model.norm.weight": 100}).lr_multipliers == {
         "model.norm.weight": 100}
     with pytest.raises(ValueError, match=r"cfg.yaml: field 'lr_multipliers.model.norm.weight': .*greater than 0"):
         spec_from_dict({"lr_multipliers": {"model.norm.weight": 0}}, "cfg.yaml")

@@ -47,10 +47,10 @@ def harness():
     return load_harness(REPO / "harnesses" / "mini_bash.yaml")
 
 
-def grpo_spec(**kw):
-    from coevo.train.grpo_spec import GRPOSpec
+def train_spec(**kw):
+    from coevo.train.spec import TrainSpec
 
-    return GRPOSpec(**{"steps": 2, "group_size": 2, "tasks_per_step": 2, "reward": "partial",
+    return TrainSpec(**{"steps": 2, "group_size": 2, "tasks_per_step": 2, "reward": "partial",
                        "learning_rate": 1e-2, "lora": {"rank": 4, "target_modules": ["q_proj", "v_proj"]}, **kw})
 
 
@@ -86,7 +86,7 @@ def test_lora_grpo_writes_plain_checkpoints_syncs_merged_weights_and_resumes(tin
 
     h = harness.with_overrides(SHORT)
     run = tmp_path / "run"
-    result = train_grpo(tiny, h, coin_tasks, run, grpo_spec())
+    result = train_grpo(tiny, h, coin_tasks, run, train_spec())
     assert result.steps == 2 and result.checkpoint.name == "checkpoint-2"
     assert_plain_lora_folder(tiny, result.checkpoint, ("q_proj", "v_proj"))
     assert {"optimizer.pt", "trainer_state.json"} <= {p.name for p in result.checkpoint.iterdir()}
@@ -94,18 +94,16 @@ def test_lora_grpo_writes_plain_checkpoints_syncs_merged_weights_and_resumes(tin
         assert m["mismatch/tokens"] > 0 and m["mismatch/pearson"] > 0.99 and m["mismatch/mean_abs_diff"] < 1e-3
 
     # What a resume loads: the checkpoint's adapter on the base model gives exactly its merged weights.
-    from rich.console import Console
-
-    trainer = _make_trainer(tiny, h, coin_tasks, tmp_path / "probe", grpo_spec(), Console(quiet=True))
+    trainer = _make_trainer(tiny, h, coin_tasks, tmp_path / "probe", train_spec())
     trainer._load_from_checkpoint(str(result.checkpoint))
     merged, saved = lora.merged_state_dict(trainer.model), load_file(result.checkpoint / "model.safetensors")
     assert all(torch.allclose(merged[k], saved[k], atol=1e-6) for k in saved)
 
-    resumed = train_grpo(tiny, h, coin_tasks, run, grpo_spec(steps=3), resume=True)
+    resumed = train_grpo(tiny, h, coin_tasks, run, train_spec(steps=3), resume=True)
     assert (resumed.steps, resumed.resumed_from) == (3, 2)
     assert_plain_lora_folder(tiny, resumed.checkpoint, ("q_proj", "v_proj"))
     with pytest.raises(LoraError, match=r"trained with lora .*'rank': 4.* this run asks for .*'rank': 8"):
-        train_grpo(tiny, h, coin_tasks, run, grpo_spec(steps=4, lora={"rank": 8}), resume=True)
+        train_grpo(tiny, h, coin_tasks, run, train_spec(steps=4, lora={"rank": 8}), resume=True)
 
 
 def test_lora_warm_start_writes_a_plain_model_folder(tiny, tmp_path):
@@ -127,15 +125,15 @@ def test_lora_warm_start_writes_a_plain_model_folder(tiny, tmp_path):
 
 def test_bad_lora_settings_are_clear_errors(tiny, coin_tasks, harness, tmp_path):
     from coevo.train.grpo import train_grpo
-    from coevo.train.grpo_spec import spec_from_dict
     from coevo.train.lora import LoraError, lora_from_items
     from coevo.train.sft import SFTSettings, train_sft
+    from coevo.train.spec import spec_from_dict
 
     layers = "its linear layers: down_proj, gate_proj, k_proj, o_proj, q_proj, up_proj, v_proj"
-    with pytest.raises(LoraError, match=rf"GRPO spec: lora.target_modules: \['qkv_proj'\] is not a linear layer "
+    with pytest.raises(LoraError, match=rf"training spec: lora.target_modules: \['qkv_proj'\] is not a linear layer "
                                         rf"of this model \(Qwen2ForCausalLM\); {layers}"):
         train_grpo(tiny, harness.with_overrides(SHORT), coin_tasks, tmp_path / "run",
-                   grpo_spec(lora={"rank": 4, "target_modules": ["q_proj", "qkv_proj"]}))
+                   train_spec(lora={"rank": 4, "target_modules": ["q_proj", "qkv_proj"]}))
     assert not (tmp_path / "run" / "checkpoints").exists()
     row = {"input_ids": [1, 2, 3, 4], "assistant_masks": [0, 0, 1, 1]}
     with pytest.raises(LoraError, match=rf"self-SFT: SFT settings: lora.target_modules: \['mlp'\] .*{layers}"):
@@ -160,11 +158,11 @@ def test_self_sft_mixes_replayed_oracle_demonstrations_and_logs_both_counts(tiny
     from coevo.rollout import load_trajectories, rollout, save_trajectories
     from coevo.tasks import load_task
     from coevo.train.grpo import training_harness
-    from coevo.train.grpo_spec import GRPOSpec
+    from coevo.train.spec import TrainSpec
     from coevo.train.weights import train_weights
 
     tasks = [load_task(make_task(name)) for name in ("frontier", "always", "never")]
-    spec = GRPOSpec(mode="sft", harvest_samples=2, replay_ratio=0.5, sft_epochs=1, sft_learning_rate=1e-3)
+    spec = TrainSpec(mode="sft", harvest_samples=2, replay_ratio=0.5, sft_epochs=1, sft_learning_rate=1e-3)
     h = training_harness(harness.with_overrides({"limits.max_turns": 3}), spec)
     tokenizer = AutoTokenizer.from_pretrained(tiny)
     wins = {"frontier": 1, "always": 2, "never": 0}
@@ -199,11 +197,11 @@ def test_replay_min_trains_a_model_that_solved_nothing_on_oracle_demonstrations(
     from coevo.rollout import rollout, save_trajectories
     from coevo.tasks import load_task
     from coevo.train.grpo import training_harness
-    from coevo.train.grpo_spec import GRPOSpec
+    from coevo.train.spec import TrainSpec
     from coevo.train.weights import train_weights
 
     tasks = [load_task(make_task(name)) for name in ("never", "nor-this")]
-    spec = GRPOSpec(mode="sft", harvest_samples=1, sft_epochs=1, sft_learning_rate=1e-3)
+    spec = TrainSpec(mode="sft", harvest_samples=1, sft_epochs=1, sft_learning_rate=1e-3)
     h = training_harness(harness.with_overrides({"limits.max_turns": 3}), spec)
     failed = rollout(tasks, h, ScriptedPolicy([WRONG], tokenizer=AutoTokenizer.from_pretrained(tiny)))
     for name in ("plain", "min"):

@@ -218,7 +218,7 @@ def test_the_scale_out_example_config_loads_and_trl_vllm_server_options_reach_gr
     from coevo.harness import load_harness
     from coevo.search.config import load_config
     from coevo.train.grpo import grpo_config
-    from coevo.train.grpo_spec import spec_from_dict
+    from coevo.train.spec import spec_from_dict
 
     config = load_config(ROOT / "search_spaces" / "scale_out.yaml")
     assert config.storage.startswith("postgresql://") and config.tracking_uri.startswith("http://")

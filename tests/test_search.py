@@ -165,7 +165,6 @@ def test_mlflow_server_serves_the_runs_over_its_rest_api(finished_run):
 
 def test_acceptance_is_decided_on_promotion_tasks_never_on_the_scores_that_chose_the_trial(finished_run):
     from coevo.evaluate.stats import paired_gain
-    from coevo.search.ratchet import pair_key
     from coevo.tasks import load_taskset
 
     config, state = finished_run
@@ -176,7 +175,7 @@ def test_acceptance_is_decided_on_promotion_tasks_never_on_the_scores_that_chose
     assert len(decided) == 1
     candidate = next(p for p in state.pool if p.source == decided[0]["challenger"])
     assert set(candidate.per_task) == evolve  # what Optuna saw
-    before, after = state.promotion[pair_key(state.baseline)], state.promotion[pair_key(candidate)]
+    before, after = state.promotion[state.baseline.key], state.promotion[candidate.key]
     assert set(before) == set(after) == promotion  # what the ratchet saw
     g = paired_gain(before, after, seed=config.seed)
     assert (decided[0]["gain"], decided[0]["wins"], decided[0]["losses"]) == (g.gain, g.wins, g.losses)

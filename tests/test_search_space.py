@@ -112,13 +112,13 @@ def test_smaller_shipped_spaces_fit_mini_bash_and_runtime_keeps_the_prompts(name
 
 def test_the_quickstart_config_loads_with_its_space_and_grpo_options():
     from coevo.search.config import SEARCH_TRAIN_DEFAULTS
-    from coevo.train.grpo_spec import spec_from_dict
+    from coevo.train.spec import spec_from_dict
 
     config = load_config(ROOT / "search_spaces" / "quickstart.yaml")
     load_space(config.space, load_harness(config.harness).with_overrides(config.overrides))
     spec = spec_from_dict(config.train, "quickstart train")
     assert spec.screen_samples > 0 and spec.drop_no_signal_groups
-    # The config's own options lie over the search's defaults, which lie over GRPOSpec's.
+    # The config's own options lie over the search's defaults, which lie over TrainSpec's.
     assert spec.group_size == 8 and spec.tasks_per_step == SEARCH_TRAIN_DEFAULTS["tasks_per_step"]
 
 

@@ -58,8 +58,8 @@ def test_harvest_sorts_real_episodes_and_self_sft_trains_on_their_tokens(tiny, t
 
     from coevo.harness.fingerprint import fingerprint
     from coevo.train.grpo_rollout import reward_of
-    from coevo.train.grpo_spec import GRPOSpec
     from coevo.train.harvest import harvest
+    from coevo.train.spec import TrainSpec
     from coevo.train.weights import self_sft
 
     tokenizer = AutoTokenizer.from_pretrained(tiny)
@@ -88,7 +88,7 @@ def test_harvest_sorts_real_episodes_and_self_sft_trains_on_their_tokens(tiny, t
     assert other.rows == [] and other.dropped["fingerprint"] == 5  # successes of another harness: not ours
 
     out = tmp_path / "sft"
-    self_sft(tiny, got, out, GRPOSpec(mode="sft", sft_epochs=1, sft_learning_rate=1e-3))
+    self_sft(tiny, got, out, TrainSpec(mode="sft", sft_epochs=1, sft_learning_rate=1e-3))
     before = AutoModelForCausalLM.from_pretrained(tiny).state_dict()
     after = AutoModelForCausalLM.from_pretrained(out).state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
@@ -97,10 +97,10 @@ def test_harvest_sorts_real_episodes_and_self_sft_trains_on_their_tokens(tiny, t
 
 def test_sft_mode_without_a_success_is_a_clear_error_and_keeps_what_it_sampled(tiny, three, tmp_path):
     """The untrained tiny model solves nothing: self-SFT refuses, naming why, and the harvest is on disk."""
-    from coevo.train.grpo_spec import GRPOSpec
+    from coevo.train.spec import TrainSpec
     from coevo.train.weights import train_weights
 
-    spec = GRPOSpec(mode="sft", harvest_samples=2, temperature=1.0)
+    spec = TrainSpec(mode="sft", harvest_samples=2, temperature=1.0)
     short = harness(**{"limits.max_tokens_per_turn": 16, "limits.max_turns": 1})
     with pytest.raises(ValueError, match="no verified success to train on among 4 episodes"):
         train_weights(tiny, short, three[1:], tmp_path / "w", spec, log=lambda m: None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -75,7 +75,7 @@ def eval_command(
             run_id = log_eval(tracking_uri, loaded_harness, report, f"{loaded_harness.name} on {split}", traces=traces,
                               seed=seed, params={"model": model or "oracle", "split": split, "samples": samples,
                                                  "seed": seed, "tasks": str(tasks)})
-            print(f"MLflow run {run_id} (experiment coevo-eval) in {tracking_uri}", file=sys.stderr)
+            logging.getLogger(__name__).info(f"MLflow run {run_id} (experiment coevo-eval) in {tracking_uri}")
     except (CoevoError, HarnessError, ValueError, OSError) as e:
         fail(str(e))
     if as_json:

@@ -13,6 +13,9 @@ distribution the tokens were drawn from: the temperature-scaled one renormalised
 and the completion says so (`logprob_source="constrained"`); coevo.train.mismatch replays the masks to
 compare them with a training forward.
 
+`model` may also be a LoRA adapter folder (peft's, over the base model its adapter_config.json names, as a
+nested trial writes): the adapter is merged over its base once, at load, so decoding runs a plain model.
+
 Decoding keeps each episode's KV states across its turns (coevo.policy.kv) where the model's attention
 allows; `kv_cache=False` gives transformers' own `generate` instead, re-prefilling the whole history every
 call (what coevo did before; benchmarks/policy.py measures the two side by side).
@@ -46,14 +49,22 @@ class HFPolicy:
 
         from coevo.models import resolve_model
         from coevo.policy.kv import CachedDecoder
+        from coevo.train.lora import is_adapter
 
         if dtype not in DTYPES:
             raise ValueError(f"policy dtype {dtype!r}: valid are {', '.join(DTYPES)}")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.path, self.device = str(resolve_model(model)), torch.device(device)  # a folder, or a model's name
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-        self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
+        if is_adapter(self.path):  # a LoRA adapter folder (a nested trial's weights): merged over its base
+            from coevo.train.lora import adapter_base, load_adapted
+
+            has_tokenizer = (Path(self.path) / "tokenizer_config.json").is_file()
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path if has_tokenizer else adapter_base(self.path))
+            self.model = load_adapted(self.path).merge_and_unload().to(getattr(torch, dtype))
+        else:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+            self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
         self.model.to(self.device).eval()
         self.stop_ids = stop_token_ids(self.tokenizer)
         self.vocab_size = self.model.get_output_embeddings().weight.shape[0]

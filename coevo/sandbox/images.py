@@ -19,9 +19,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -239,6 +239,7 @@ def build_failure(task: Task, dockerfile_text: str, step: str, log: list[str]) -
 
 
 _noticed: set[tuple[str, str]] = set()
+log = logging.getLogger(__name__)
 
 
 def _notice_mapped(pairs: list[tuple[str, str]]) -> None:
@@ -246,7 +247,7 @@ def _notice_mapped(pairs: list[tuple[str, str]]) -> None:
     for name, local in pairs:
         if (name, local) not in _noticed:
             _noticed.add((name, local))
-            print(f"coevo: image map: FROM {name} uses the local image {local}", file=sys.stderr)
+            log.warning(f"image map: FROM {name} uses the local image {local}")
 
 
 

@@ -22,7 +22,7 @@ import time
 from coevo.search.context import RunContext
 from coevo.search.harness_phase import HarnessObjective, pair_of
 from coevo.search.schedule import HARNESS_ARM, WEIGHTS_ARM, Kind, Phase, count
-from coevo.search.state import Pair
+from coevo.search.state import Budget, Pair
 
 UNITS = {HARNESS_ARM: "h-trials on generation 0", WEIGHTS_ARM: "GRPO steps from generation 0 under the base harness"}
 
@@ -47,8 +47,8 @@ def fair_arms(ctx: RunContext, name: str, run_id: str) -> None:
             ctx.log(f"arm {arm}: the schedule spends nothing on this lever, so the arm is the baseline")
         state.arms[arm] = candidate if accepted else state.baseline
         seconds = round(time.monotonic() - started, 1)
-        unit = state.budgets.get(arm, {}).get("unit", UNITS[arm])
-        state.budgets[arm] = {"budget": budget, "unit": unit, "wall_seconds": seconds}
+        unit = state.budgets[arm].unit if arm in state.budgets else UNITS[arm]
+        state.budgets[arm] = Budget(budget=budget, unit=unit, wall_seconds=seconds)
         ctx.tracker.metrics(run_id, {f"{arm}/budget": budget, f"{arm}/accepted": float(accepted),
                                      f"{arm}/wall_seconds": seconds})
         ctx.ledger.save()
@@ -69,34 +69,32 @@ def harness_budget(ctx: RunContext) -> int:
 def weights_budget(ctx: RunContext) -> int:
     """GRPO steps (train.mode rl), or rounds of a harvest and its training (sft, auto): what the run's
     w-phases spent."""
-    from coevo.search.weights import grpo_spec
+    from coevo.search.weights import train_spec
 
     w_phases = count(ctx.inputs.schedule, Kind.W)
     runs = ctx.inputs.plan.train_trials if ctx.inputs.space.train_params else 1
-    per_phase = ctx.inputs.plan.grpo_steps if grpo_spec(ctx, {}).mode == "rl" else 1
+    per_phase = ctx.inputs.plan.grpo_steps if train_spec(ctx, {}).mode == "rl" else 1
     return per_phase * w_phases * runs
 
 
 def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
     from coevo.search.instructions.evolve import arm_instructions, widened
-    from coevo.search.study import FINISHED, make_pruner, make_sampler, open_study, optimize_until, top_trials
+    from coevo.search.study import FINISHED, optimize_until, phase_study, top_trials
 
     config, baseline, budget = ctx.inputs.config, ctx.ledger.state.baseline, harness_budget(ctx)
     if budget == 0:  # the run searched no harness: neither does its arm
         return baseline, 0
-    study_name = f"{config.name}.arm-harness"
-    study = open_study(ctx.storage, study_name, make_sampler(config.sampler, config.seed, budget),
-                       make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
+    study = phase_study(ctx, "arm-harness", config.seed, budget)
     arm_instructions(ctx, h_phases_on_g0(ctx.inputs.schedule), run_id, baseline)  # evolve keys: g0's GEPA texts
     if not study.trials:
         for phase in h_phases_on_g0(ctx.inputs.schedule):
-            done = open_study(ctx.storage, f"{config.name}.{phase}", None, None)
+            done = phase_study(ctx, phase)
             study.add_trials(widened(ctx.inputs.space, done.get_trials(deepcopy=False, states=FINISHED)))
     ctx.log(f"arm {HARNESS_ARM}: {budget} h-trials on generation 0 ({len(study.trials)} from the run's g0 "
             "h-phases)")
     # Seeded trials (w0's robustness pairs) were scored before any h-phase, for both arms alike: on top.
     seeded = sum("source" in t.user_attrs for t in study.get_trials(deepcopy=False))
-    objective = HarnessObjective(ctx, "arm-harness", run_id, study_name, start=baseline)
+    objective = HarnessObjective(ctx, "arm-harness", run_id, study.study_name, start=baseline)
     optimize_until(study, budget + seeded, objective, config.grace_period, wait_for_stale=ctx.resume)
     best = top_trials(study, 1)
     return (pair_of(best[0], ctx, "arm-harness", start=baseline) if best else baseline), budget
@@ -105,30 +103,31 @@ def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
 def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
     """rl: one GRPO run of all the steps; sft and auto: one harvest + SFT round per w-phase, chained, with
     the seeds the run's w-phases use. Both from generation 0, under the base harness."""
-    from coevo.search.weights import grpo_spec, train_once
+    from coevo.search.weights import train_once, train_spec
 
     config, baseline, budget = ctx.inputs.config, ctx.ledger.state.baseline, weights_budget(ctx)
     if budget == 0:  # the run trained no weights: neither does its arm
         return baseline, 0
-    mode = grpo_spec(ctx, {}).mode
+    mode = train_spec(ctx, {}).mode
     rl = mode == "rl"
     if not rl:
         # sft: a harvest and self-SFT; auto: a harvest, then GRPO on its frontier or self-SFT on its successes
         what = "harvest + SFT" if mode == "sft" else "harvest + GRPO-or-SFT"
-        ctx.ledger.state.budgets[WEIGHTS_ARM] = {"unit": f"{what} rounds from generation 0 under the base harness"}
+        ctx.ledger.state.budgets[WEIGHTS_ARM] = Budget(unit=f"{what} rounds from generation 0 under the base harness")
+
+    def round_(i: int, ckpt: str) -> dict:
+        out = ctx.run_dir / "checkpoints" / ("arm-weights" if rl else f"arm-weights-r{i}")
+        start = baseline.model_copy(update={"checkpoint": ckpt})
+        try:
+            ckpt = train_once(ctx, start, f"arm {WEIGHTS_ARM}", run_id, {}, out, steps=budget if rl else None,
+                              seed=config.seed + i)
+        except Exception as e:  # noqa: BLE001 - boundary: a failed arm keeps its weights, like a w-phase
+            ctx.log(f"arm {WEIGHTS_ARM}: training failed, the arm keeps {ckpt}: {type(e).__name__}: {e}"[:400])
+        return {"checkpoint": str(ckpt)}
+
     ckpt = baseline.checkpoint
     for i in range(1 if rl else budget):
-        step = ctx.ledger.step(f"arm weights round {i}")
-        if step is None:
-            out = ctx.run_dir / "checkpoints" / ("arm-weights" if rl else f"arm-weights-r{i}")
-            start = baseline.model_copy(update={"checkpoint": ckpt})
-            try:
-                ckpt = train_once(ctx, start, f"arm {WEIGHTS_ARM}", run_id, {}, out, steps=budget if rl else None,
-                                  seed=config.seed + i)
-            except Exception as e:  # noqa: BLE001 - boundary: a failed arm keeps its weights, like a w-phase
-                ctx.log(f"arm {WEIGHTS_ARM}: training failed, the arm keeps {ckpt}: {type(e).__name__}: {e}"[:400])
-            step = ctx.ledger.done_step(f"arm weights round {i}", checkpoint=str(ckpt))
-        ckpt = step.data["checkpoint"]
+        ckpt = ctx.ledger.memo(f"arm weights round {i}", lambda i=i, ckpt=ckpt: round_(i, ckpt))["checkpoint"]
     if ckpt == baseline.checkpoint:
         return baseline, budget
     pair, _ = ctx.evaluator.evaluate(f"arm {WEIGHTS_ARM}", run_id, {}, ckpt, 1, f"arm {WEIGHTS_ARM}",

@@ -65,16 +65,18 @@ def search(
             fail("--dry-run checks a CONFIG file; give one")
         check(config, name=name, budget=budget, runs_dir=runs_dir, backend=backend, storage=storage,
               tracking_uri=tracking_uri)
+    from coevo import logs
     from coevo.errors import CoevoError
     from coevo.search.config import load_config
-    from coevo.search.run import Search, run_dir_of
+    from coevo.search.run import LOG_FILE, Search, log, run_dir_of
     from coevo.search.workers import join_current, owner_lock, run_config, run_worker
 
     stores = {k: v for k, v in {"storage": storage, "tracking_uri": tracking_uri}.items() if v is not None}
     try:
         folder = run_dir_of(resume or join, runs_dir or Path("runs")) if resume or join else None
         if join is not None:
-            ran = join_current(Search(run_config(folder, **stores), resume=True).ctx)
+            with logs.to_file(folder / LOG_FILE):
+                ran = join_current(Search(run_config(folder, **stores), resume=True).ctx)
             print(f"worker done: ran {ran} trial(s) of {folder}")
             return
         if resume is not None:
@@ -88,7 +90,8 @@ def search(
             cfg = load_config(config, name=name, budget=budget, runs_dir=str(runs_dir) if runs_dir else None,
                               sandbox=backend, seed=seed, **stores)
         if worker:
-            ran = run_worker(cfg.run_dir, stores)
+            with logs.to_file(cfg.run_dir / LOG_FILE):
+                ran = run_worker(cfg.run_dir, stores, log=log.info)
             print(f"worker done: ran {ran} trial(s) of {cfg.run_dir}")
             return
         with owner_lock(cfg.run_dir):
@@ -99,8 +102,13 @@ def search(
                 fail(crash_report(e, cfg.run_dir))
     except (CoevoError, ValueError, OSError) as e:
         fail(str(e))
-    print(f"\nrun folder: {cfg.run_dir}\n  compare variants: coevo compare {cfg.run_dir}\n  browse in MLflow: "
-          f"coevo ui {cfg.run_dir}\n  export the best pair: coevo export {cfg.run_dir} --out bundle/")
+    if not logs.shows():  # under -q the log lines are off, but the final table is what the command is for
+        from coevo.search.final_table import markdown
+
+        print(markdown(state, search_run.ctx.inputs))
+    print(f"\nrun folder: {cfg.run_dir}\n  its log: {cfg.run_dir / LOG_FILE}\n  compare variants: coevo compare "
+          f"{cfg.run_dir}\n  browse in MLflow: coevo ui {cfg.run_dir}\n  export the best pair: coevo export "
+          f"{cfg.run_dir} --out bundle/")
     del state
 
 
@@ -189,8 +197,9 @@ def report(
 def export(
     run: Annotated[Path, typer.Argument(help="Run folder (or name under runs/).")],
     out: Annotated[Path, typer.Option(help="Bundle folder to write (must not exist or be empty).")],
-    row: Annotated[str, typer.Option(help="Which pair: co-evolved, harness-only, weights-only or baseline.")
-                   ] = "co-evolved",
+    row: Annotated[str, typer.Option(help=(
+        "Which pair: a row of the final table (co-evolved, harness-only, weights-only, baseline), or a nested "
+        "trial's label such as 'n1 #2' (its harness with its adapter merged in)."))] = "co-evolved",
     register: Annotated[str | None, typer.Option(help="Also register the bundle in the MLflow Model Registry "
                                                       "under this name.")] = None,
 ) -> None:

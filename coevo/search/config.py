@@ -77,7 +77,7 @@ class Splits(BaseModel):
 
 
 SEARCH_TRAIN_DEFAULTS = {"tasks_per_step": 4, "group_size": 4, "save_rollouts": False, "keep_checkpoints": 1}
-"""Where a search's w-phase departs from `coevo train`'s GRPOSpec defaults: small steps (one step is
+"""Where a search's w-phase departs from `coevo train`'s TrainSpec defaults: small steps (one step is
 tasks_per_step x group_size episodes on CPU), no rollout files, one checkpoint kept per phase."""
 
 
@@ -118,8 +118,8 @@ class SearchConfig(BaseModel):
     """Empty: the current checkpoint as a local HF policy. Else a coevo.policy spec, e.g. {backend: oracle}
     (the model is then not what is measured; useful for tests and benchmarks)."""
     train: dict[str, Any] = Field(default_factory=lambda: dict(SEARCH_TRAIN_DEFAULTS))
-    """GRPOSpec options for every w-phase (train.* keys of the space override them per trial). The
-    options given here are laid over SEARCH_TRAIN_DEFAULTS; GRPOSpec's own defaults fill in the rest."""
+    """TrainSpec options for every w-phase (train.* keys of the space override them per trial). The
+    options given here are laid over SEARCH_TRAIN_DEFAULTS; TrainSpec's own defaults fill in the rest."""
     overrides: dict[str, Any] = {}
     """Fixed dotted-path overrides applied to the base harness before anything runs."""
     splits: Splits = Splits()

@@ -35,6 +35,8 @@ class RunContext:
     resume: bool
     """Resuming a killed run: an h-phase then waits for its killed trials to go stale and be retried."""
     log: Callable[[str], None]
+    """The run's progress lines: the "coevo.search" logger at INFO (console and RUN/search.log), or what the
+    caller gave `Search` (tests pass `lambda line: None`)."""
 
     @property
     def run_dir(self):

@@ -27,7 +27,6 @@ class Evaluator:
         """The config's policy, or else the checkpoint itself (one model loaded per checkpoint); a LoRA
         adapter folder (a nested trial's) is loaded merged over its base model."""
         from coevo.policy import make_policy
-        from coevo.train.lora import adapter_policy, is_adapter
 
         config = self.inputs.config
         spec = dict(config.policy or {})
@@ -36,8 +35,7 @@ class Evaluator:
         if spec:
             return make_policy(spec, harness=harness, tasks=tasks)
         if self._policy_cache is None or self._policy_cache[0] != checkpoint:
-            self._policy_cache = (checkpoint, adapter_policy(checkpoint) if is_adapter(checkpoint)
-                                  else make_policy({"backend": "hf", "model": checkpoint}))
+            self._policy_cache = (checkpoint, make_policy({"backend": "hf", "model": checkpoint}))
         return self._policy_cache[1]
 
     def evaluate(self, name: str, parent: str, overrides: dict[str, Any], checkpoint: str, generation: int,

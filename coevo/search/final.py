@@ -64,7 +64,7 @@ def test_table(ctx: RunContext, name: str, run_id: str) -> dict[str, dict[str, A
 def _score_row(ctx: RunContext, run_id: str, row: str, pair: Pair) -> None:
     """The row's test record, then its held-out block; identical pairs share one evaluation."""
     state, inputs = ctx.ledger.state, ctx.inputs
-    key = repr((sorted(pair.overrides.items()), pair.checkpoint))
+    key = pair.key
     same = next((r for r, v in state.test.items() if v["key"] == key and r != row), None)
     if row not in state.test:
         if same is not None:
@@ -137,5 +137,5 @@ def _json(state: RunState) -> str:
     import json
 
     rows = {row: {k: v for k, v in r.items() if k != "key"} for row, r in state.test.items()}
-    return json.dumps({"rows": rows, "verdict": state.verdict, "history": state.history,
+    return json.dumps({"rows": rows, "verdict": state.verdict, "history": [h.model_dump() for h in state.history],
                        "timings": state.timings}, indent=1)

@@ -51,15 +51,15 @@ def held_out_lines(state: RunState, inputs) -> list[str]:
 
 
 def ratchet_lines(state: RunState) -> list[str]:
-    decisions = [h for h in state.history if h["phase"] != "start"]
+    decisions = [h for h in state.history if h.phase != "start"]
     if not decisions:
         return []
     lines = ["Ratchet log (each candidate against the incumbent on the promotion tasks):", "",
              "| phase | candidate | wins | losses | ties | gain [95% CI] | decision |", "|---|---|---|---|---|---|---|"]
     for h in decisions:
-        what = "accepted" if h["accepted"] else ("rejected" + (f": {h['error']}" if h.get("error") else ""))
-        lines.append(f"| {h['phase']} | {h['challenger']} | {h.get('wins', 0)} | {h.get('losses', 0)} | "
-                     f"{h.get('ties', 0)} | {h['gain']:+.3f} [{h['gain_low']:+.3f}, {h['gain_high']:+.3f}] | {what} |")
+        what = "accepted" if h.accepted else ("rejected" + (f": {h.error}" if h.error else ""))
+        lines.append(f"| {h.phase} | {h.challenger} | {h.wins} | {h.losses} | {h.ties} | "
+                     f"{h.gain:+.3f} [{h.gain_low:+.3f}, {h.gain_high:+.3f}] | {what} |")
     return [*lines, ""]
 
 
@@ -72,8 +72,8 @@ def feedback_lines(state: RunState) -> list[str]:
     if state.failures:
         lines += ["Failures of the incumbent on the evolve set, by cause, at the start of each h-phase:", "",
                   f"| phase | {' | '.join(CAUSES)} | focus |", "|---|" + "---|" * (len(CAUSES) + 1)]
-        lines += [f"| {phase} | {' | '.join(str(f['failures'].get(c, 0)) for c in CAUSES)} | "
-                  f"{f['focus'] or '—'} ({f['trials']} trials) |" for phase, f in state.failures.items()]
+        lines += [f"| {phase} | {' | '.join(str(f.failures.get(c, 0)) for c in CAUSES)} | "
+                  f"{f.focus or '—'} ({f.trials} trials) |" for phase, f in state.failures.items()]
         lines.append("")
     for phase, importances in state.importances.items():
         top = ", ".join(f"{k} {v:.2f}" for k, v in list(importances.items())[:4])
@@ -87,7 +87,7 @@ def feedback_lines(state: RunState) -> list[str]:
 
 
 def budget_lines(state: RunState) -> list[str]:
-    lines = [f"Fair arm {arm}: {b['budget']} {b['unit']} (the co-evolved run's budget), {b['wall_seconds'] / 60:.1f} min."
+    lines = [f"Fair arm {arm}: {b.budget} {b.unit} (the co-evolved run's budget), {b.wall_seconds / 60:.1f} min."
              for arm, b in state.budgets.items()]
     if state.timings:
         lines.append("Wall time per phase: " + ", ".join(f"{p} {s / 60:.1f} min" for p, s in state.timings.items())

@@ -8,26 +8,20 @@ import json
 
 from coevo.search.context import RunContext
 from coevo.search.ratchet import Candidate
-from coevo.search.state import Pair
+from coevo.search.state import Focus, Pair
 
 
 def harness_phase(ctx: RunContext, name: str, run_id: str) -> None:
     from coevo.search.instructions.evolve import evolve_instructions
-    from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until, top_trials
+    from coevo.search.study import optimize_until, phase_study, top_trials
 
     evolve_instructions(ctx, name, run_id)  # GEPA's texts become the choices of the space's `evolve` keys
     config, plan, ledger = ctx.inputs.config, ctx.inputs.plan, ctx.ledger
-    study_name = f"{config.name}.{name}"
-    sampler = make_sampler(config.sampler, config.seed + ctx.inputs.phases.index(name), plan.trials)
-    study = open_study(ctx.storage, study_name, sampler, make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
-    seeded = ledger.step("seeded")
-    if seeded is None:
-        seeded = ledger.done_step("seeded", trials=seed_pool(ctx, study))
-    if ledger.step("focused") is None:
-        ledger.done_step("focused", trials=focus(ctx, study, run_id, name))
-    objective = HarnessObjective(ctx, name, run_id, study_name)
-    optimize_until(study, plan.trials + seeded.data["trials"], objective, config.grace_period,
-                   wait_for_stale=ctx.resume)
+    study = phase_study(ctx, name, config.seed + ctx.inputs.phases.index(name), plan.trials)
+    seeded = ledger.memo("seeded", lambda: {"trials": seed_pool(ctx, study)})["trials"]
+    ledger.memo("focused", lambda: {"trials": focus(ctx, study, run_id, name)})
+    objective = HarnessObjective(ctx, name, run_id, study.study_name)
+    optimize_until(study, plan.trials + seeded, objective, config.grace_period, wait_for_stale=ctx.resume)
     top = [pair_of(t, ctx, name) for t in top_trials(study, plan.top_k)]
     accepted = bool(top) and ctx.incumbent.challenge(Candidate(top[0], name), run_id, "challenge").accepted
     ledger.state.pool = top
@@ -57,10 +51,10 @@ def focus(ctx: RunContext, study, run_id: str, name: str) -> int:
                             max(1, ctx.inputs.plan.trials // 2))
     for params in trials:
         study.enqueue_trial(params, user_attrs={"focus": target}, skip_if_exists=True)
-    record = ctx.ledger.state.failures[name] = {"failures": pair.failures, "focus": target, "trials": len(trials)}
+    record = ctx.ledger.state.failures[name] = Focus(failures=pair.failures, focus=target, trials=len(trials))
     ctx.tracker.metrics(run_id, {f"failures/{c}": n for c, n in pair.failures.items()}, step=generation)
-    ctx.tracker.text(run_id, json.dumps({"generation": generation, "incumbent": pair.source, **record}, indent=1),
-                     "failures.json")
+    ctx.tracker.text(run_id, json.dumps({"generation": generation, "incumbent": pair.source,
+                                         **record.model_dump()}, indent=1), "failures.json")
     ctx.log(f"{name}: incumbent ({pair.source}) on the evolve set: {describe(pair.failures)}"
             + (f"; focus on {target}: {len(trials)} trials enqueued" if trials else ""))
     return len(trials)
@@ -123,9 +117,7 @@ class HarnessObjective:
             trial.set_user_attr("error", cause[:2000])
             ctx.log(f"{label}: failed, scored 0: {cause[:300]}")
             return 0.0
-        for key, value in {"per_task": pair.per_task, "pass_at_1": pair.pass_at_1, "ci_low": pair.ci_low,
-                           "ci_high": pair.ci_high, "mlflow_run": pair.mlflow_run, "failures": pair.failures,
-                           "fingerprint": pair.fingerprint, "episodes": report.overall.episodes}.items():
+        for key, value in {**pair.to_trial_attrs(), "episodes": report.overall.episodes}.items():
             trial.set_user_attr(key, value)
         ctx.log(f"{label}: dev {pair.brief()}")
         return pair.score
@@ -145,9 +137,7 @@ def seed_pool(ctx: RunContext, study) -> int:
         try:
             study.add_trial(optuna.trial.create_trial(
                 params=params, distributions=dists, value=pair.score,
-                user_attrs={"per_task": pair.per_task, "pass_at_1": pair.pass_at_1, "ci_low": pair.ci_low,
-                            "ci_high": pair.ci_high, "mlflow_run": pair.mlflow_run, "failures": pair.failures,
-                            "fingerprint": pair.fingerprint, "source": pair.source, "episodes": 0}))
+                user_attrs={**pair.to_trial_attrs(), "source": pair.source, "episodes": 0}))
             added += 1
         except ValueError as e:  # a value outside this space's ranges: just not seeded
             ctx.log(f"not seeding {pair.source}: {e}")
@@ -157,11 +147,6 @@ def seed_pool(ctx: RunContext, study) -> int:
 def pair_of(trial, ctx: RunContext, phase: str, start: Pair | None = None) -> Pair:
     """A finished trial as a Pair on `start`'s checkpoint, by default the incumbent's (seeded trials keep
     their own source)."""
-    attrs = trial.user_attrs
     start = start or ctx.incumbent.pair
-    return Pair(overrides=ctx.inputs.space.resolve(trial.params), checkpoint=start.checkpoint,
-                generation=start.generation, source=attrs.get("source", f"{phase} #{trial.number}"),
-                score=trial.value, pass_at_1=attrs.get("pass_at_1", 0.0), ci_low=attrs.get("ci_low", 0.0),
-                ci_high=attrs.get("ci_high", 0.0), per_task=attrs.get("per_task", {}),
-                mlflow_run=attrs.get("mlflow_run"), failures=attrs.get("failures", {}),
-                fingerprint=attrs.get("fingerprint", ""), trial=trial.number)
+    return Pair.from_trial(trial, ctx.inputs.space.resolve(trial.params), start.checkpoint, start.generation,
+                           f"{phase} #{trial.number}")

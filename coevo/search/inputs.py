@@ -113,7 +113,7 @@ def check_train_and_policy(config: SearchConfig) -> None:
     """`train:` and `policy:` are read only when a w-phase or an evaluation starts: checked now, so that a typo
     is an error naming the config file before any work, not a crash after it."""
     from coevo.policy import BACKENDS
-    from coevo.train.grpo_spec import spec_from_dict
+    from coevo.train.spec import spec_from_dict
 
     spec_from_dict({**config.train, "report_to": "none"}, f"{config.source}: train")
     backend = (config.policy or {}).get("backend", "hf")

@@ -43,7 +43,7 @@ from typing import Any
 
 from coevo.search.context import RunContext
 from coevo.search.ratchet import Candidate
-from coevo.search.state import Pair
+from coevo.search.state import Budget, Pair
 
 LORA_RANK = 8
 """The adapter rank of nested trials when `train.lora.rank` is 0 (a trial's weights are always an adapter)."""
@@ -54,15 +54,13 @@ ARTIFACT_BYTES = 20 << 20
 def nested_phase(ctx: RunContext, name: str, run_id: str) -> None:
     from coevo.search.harness_phase import close_phase
     from coevo.search.instructions.evolve import evolve_instructions
-    from coevo.search.study import make_pruner, open_study, top_trials
+    from coevo.search.study import phase_study, top_trials
 
     config, ledger = ctx.inputs.config, ctx.ledger
-    start = Pair.model_validate((ledger.step("start") or ledger.done_step(
-        "start", pair=ctx.incumbent.pair.model_dump())).data["pair"])
+    start = ledger.memo_pair("start", lambda: ctx.incumbent.pair)
     evolve_instructions(ctx, name, run_id, start)
-    study_name = f"{config.name}.{name}"
-    study = open_study(ctx.storage, study_name, None, make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
-    objective = NestedObjective(ctx, name, run_id, study_name, start)
+    study = phase_study(ctx, name)  # its sampler is set per trial (run_trials)
+    objective = NestedObjective(ctx, name, run_id, study.study_name, start)
     run_trials(ctx, study, ctx.inputs.plan.trials, objective, config.seed + ctx.inputs.phases.index(name))
     top = [t for t in top_trials(study, ctx.inputs.plan.top_k) if "adapter" in t.user_attrs]
     accepted = False
@@ -109,14 +107,16 @@ class NestedObjective:
         trial_run = ctx.tracker.start(label, self.run_id, {"phase": self.name, "trial": trial.number,
                                                            "study": self.study_name, "nested": "1"})
         try:
-            adapter, info = train_adapter(ctx, self.start, overrides, train, ctx.run_dir / "adapters" /
-                                          f"{self.name}-t{self.slot}", seed=ctx.inputs.config.seed + self.start.generation)
+            folder = ctx.run_dir / "adapters" / f"{self.name}-t{self.slot}"
+            adapter, info = train_adapter(ctx, self.start, overrides, train, folder,
+                                          seed=ctx.inputs.config.seed + self.start.generation)
             record_training(ctx, trial_run, adapter, info)
             trial.set_user_attr("adapter", str(adapter))
             trial.set_user_attr("trained_fingerprint", info["harness_fingerprint"])
+            tags = {"trial": trial.number, "study": self.study_name, "adapter": str(adapter),
+                    "trained_fingerprint": info["harness_fingerprint"]}  # what coevo ui shows beside the score
             pair, _ = ctx.evaluator.evaluate(f"{label} eval", trial_run, overrides, str(adapter),
-                                             self.start.generation + 1, label, trial=trial, train=train,
-                                             tags={"trial": trial.number, "study": self.study_name})
+                                             self.start.generation + 1, label, trial=trial, train=train, tags=tags)
         except Pruned as p:
             ctx.tracker.end(trial_run)
             ctx.log(f"{label}: {p}")
@@ -128,9 +128,8 @@ class NestedObjective:
             ctx.tracker.end(trial_run, "FAILED")
             ctx.log(f"{label}: failed, scored 0: {cause[:300]}")
             return 0.0
-        for key in ("per_task", "pass_at_1", "ci_low", "ci_high", "mlflow_run", "failures", "fingerprint"):
-            trial.set_user_attr(key, getattr(pair, key))
-        trial.set_user_attr("label", label)
+        for key, value in {**pair.to_trial_attrs(), "label": label}.items():
+            trial.set_user_attr(key, value)
         ctx.tracker.metrics(trial_run, {"objective": pair.score, "pass_at_1": pair.pass_at_1})
         ctx.tracker.end(trial_run)
         ctx.log(f"{label}: dev {pair.brief()} ({info['oracle_examples']} oracle + {info['own_examples']} own "
@@ -143,21 +142,22 @@ def train_adapter(ctx: RunContext, start: Pair, overrides: dict[str, Any], train
     """A LoRA adapter trained from `start`'s checkpoint under the harness of `overrides`, in folder/adapter
     (reused when already published); returns it and what it was trained on (folder/nested.json)."""
     from coevo.harness.fingerprint import fingerprint
-    from coevo.search.weights import grpo_spec
+    from coevo.search.weights import train_spec
     from coevo.train.lora import LoraSpec
     from coevo.train.sft import SFTSettings, train_sft
 
     adapter, record = folder / "adapter", folder / "nested.json"
     if (adapter / "adapter_config.json").is_file() and record.is_file():
         return adapter, json.loads(record.read_text())
-    spec = grpo_spec(ctx, train, seed=seed)
+    spec = train_spec(ctx, train, seed=seed)
     harness = ctx.inputs.harness(overrides)
     rows, numbers = training_rows(ctx, start.checkpoint, harness, spec, folder / "data")
     lora = spec.lora if spec.lora.enabled else LoraSpec(rank=LORA_RANK)
     staging = folder / "adapter.staging"
     shutil.rmtree(staging, ignore_errors=True)
     train_sft(Path(start.checkpoint), rows, staging, SFTSettings(
-        epochs=spec.sft_epochs, lr=spec.sft_learning_rate, seed=spec.seed, warmup_ratio=0.0, lora=lora),
+        epochs=spec.sft_epochs, lr=spec.sft_learning_rate, batch_size=spec.sft_batch_size, seed=spec.seed,
+        warmup_ratio=0.0, lora=lora),
         source=f"nested trial under {harness.name}", merged=False)
     info = {"harness_fingerprint": fingerprint(harness), "overrides": overrides, "train": train,
             "base": start.checkpoint, "seed": spec.seed, "lora": lora.model_dump(), **numbers}
@@ -203,11 +203,8 @@ def trial_pair(ctx: RunContext, trial, start: Pair) -> Pair:
 
     attrs = trial.user_attrs
     overrides, train = split_overrides(ctx.inputs.space.resolve(trial.params))
-    return Pair(overrides=overrides, train=train, checkpoint=attrs["adapter"], generation=start.generation + 1,
-                source=attrs.get("label", f"#{trial.number}"), score=trial.value, pass_at_1=attrs["pass_at_1"],
-                ci_low=attrs["ci_low"], ci_high=attrs["ci_high"], per_task=attrs["per_task"],
-                mlflow_run=attrs["mlflow_run"], failures=attrs["failures"], fingerprint=attrs["fingerprint"],
-                trial=trial.number)
+    return Pair.from_trial(trial, overrides, attrs["adapter"], start.generation + 1,
+                           attrs.get("label", f"#{trial.number}"), train=train)
 
 
 def merged_best(ctx: RunContext, name: str, pair: Pair) -> Pair:
@@ -215,18 +212,17 @@ def merged_best(ctx: RunContext, name: str, pair: Pair) -> Pair:
     next generation's checkpoint, and the candidate the ratchet decides on."""
     from coevo.train.lora import merge_adapter
 
-    ledger = ctx.ledger
-    step = ledger.step("merged")
-    if step is None:
+    def merged() -> Pair:
         out = ctx.run_dir / "checkpoints" / name
         if not (out / "config.json").is_file():
             staging = out.with_name(f"{name}.staging")
             shutil.rmtree(staging, ignore_errors=True)
             merge_adapter(pair.checkpoint, staging)
             staging.rename(out)
-        ledger.state.checkpoints.append(str(out))
-        step = ledger.done_step("merged", pair=pair.model_copy(update={"checkpoint": str(out)}).model_dump())
-    return Pair.model_validate(step.data["pair"])
+        ctx.ledger.state.checkpoints.append(str(out))
+        return pair.model_copy(update={"checkpoint": str(out)})
+
+    return ctx.ledger.memo_pair("merged", merged)
 
 
 def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
@@ -238,7 +234,7 @@ def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
 
     state, space = ctx.ledger.state, ctx.inputs.space
     budget = ctx.inputs.plan.trials * count(ctx.inputs.schedule, Kind.N)
-    state.budgets[WEIGHTS_ARM] = {"unit": "LoRA trainings (nested trials) from generation 0 under the base harness"}
+    state.budgets[WEIGHTS_ARM] = Budget(unit="LoRA trainings (nested trials) from generation 0 under the base harness")
     draws = space.sample(budget, ctx.inputs.config.seed, space.train_params) if space.train_params else []
     scored = [arm_training(ctx, run_id, i, split_overrides(draws[i])[1] if i < len(draws) else {})
               for i in range(budget)]
@@ -248,18 +244,18 @@ def weights_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
 
 def arm_training(ctx: RunContext, run_id: str, i: int, train: dict[str, Any]) -> tuple[float, Pair | None]:
     """The weights arm's i-th training (a resumable step) and its mean promotion score; None when it failed."""
-    config, ledger, baseline = ctx.inputs.config, ctx.ledger, ctx.ledger.state.baseline
-    step = ledger.step(f"arm nested {i}")
-    if step is None:
+    config, baseline = ctx.inputs.config, ctx.ledger.state.baseline
+
+    def trained() -> dict:
         try:
             adapter, _ = train_adapter(ctx, baseline, {}, train, ctx.run_dir / "adapters" / f"arm-weights-{i}",
                                        seed=config.seed + baseline.generation + i)
             pair = Pair(train=train, checkpoint=str(adapter), generation=1, source=f"arm weights-only #{i}")
             scores = ctx.incumbent.promotion_scores(pair, run_id)
-            step = ledger.done_step(f"arm nested {i}", pair=pair.model_dump(),
-                                    mean=sum(scores.values()) / max(1, len(scores)))
+            return {"pair": pair.model_dump(), "mean": sum(scores.values()) / max(1, len(scores))}
         except Exception as e:  # noqa: BLE001 - boundary: a failed training is left out of the arm's pick
             ctx.log(f"arm weights-only: training {i} failed: {type(e).__name__}: {e}"[:400])
-            step = ledger.done_step(f"arm nested {i}", pair=None, mean=0.0)
-    pair = step.data["pair"]
-    return step.data["mean"], Pair.model_validate(pair) if pair else None
+            return {"pair": None, "mean": 0.0}
+
+    done = ctx.ledger.memo(f"arm nested {i}", trained)
+    return done["mean"], Pair.model_validate(done["pair"]) if done["pair"] else None

@@ -93,14 +93,14 @@ def robustness(ctx: RunContext, name: str, run_id: str, variants: list[dict]) ->
     from coevo.config import get_dotted
     from coevo.search.space import describe
 
-    ledger, pairs = ctx.ledger, []
-    for i, overrides in enumerate(variants, 1):
-        step = ledger.step(f"variant {i}")
-        if step is None:
-            pair, _ = ctx.evaluator.evaluate(f"{name} variant {i}", run_id, overrides, ledger.checkpoint, 0,
-                                             f"w0 harness {i}", tags={"robustness": "1"})
-            step = ledger.done_step(f"variant {i}", pair=pair.model_dump())
-        pairs.append(Pair.model_validate(step.data["pair"]))
+    ledger = ctx.ledger
+
+    def variant(i: int, overrides: dict) -> Pair:
+        pair, _ = ctx.evaluator.evaluate(f"{name} variant {i}", run_id, overrides, ledger.checkpoint, 0,
+                                         f"w0 harness {i}", tags={"robustness": "1"})
+        return pair
+
+    pairs = [ledger.memo_pair(f"variant {i}", lambda i=i, o=o: variant(i, o)) for i, o in enumerate(variants, 1)]
     if not pairs:
         return
     base, dumped = ledger.state.baseline, ctx.inputs.base.model_dump(mode="json")

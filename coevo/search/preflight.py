@@ -16,6 +16,8 @@ class Row:
     status: str  # PASS, FAIL, or SKIP (when a check it needs failed)
     detail: str
     seconds: float = 0.0
+    table: list = field(default_factory=list)
+    """Lines of a table the check printed beside its row (the time estimate's Parts)."""
 
 
 class Skip(Exception):
@@ -31,6 +33,8 @@ class Context:
     space: Any = None
     tasks: list = field(default_factory=list)
     splits: dict[str, int] = field(default_factory=dict)
+    estimate: list = field(default_factory=list)
+    """The time estimate's lines (Part), printed as a table of their own."""
 
 
 def check_config(c: Context) -> str:
@@ -54,7 +58,7 @@ def check_space(c: Context) -> str:
     from coevo.search.instructions.spec import unset_keys
     from coevo.search.space import split_overrides
     from coevo.search.space_check import load_space
-    from coevo.train.grpo_spec import GRPOSpec
+    from coevo.train.spec import TrainSpec
 
     _need(c.base, "config")
     c.space = load_space(c.config.space, c.base)
@@ -65,7 +69,7 @@ def check_space(c: Context) -> str:
         harness, train = split_overrides(values)
         c.base.with_overrides(harness)  # validates and renders every template
         if train:
-            GRPOSpec().with_overrides(train)
+            TrainSpec().with_overrides(train)
     missing = unset_keys(c.space)  # GEPA's reflection LM reads its key from the environment when it starts
     if missing:
         raise ValueError(f"{c.config.space}: {'; '.join(missing)}")
@@ -184,61 +188,11 @@ def _probe(what: str, url: str) -> str:
 
 
 def check_estimate(c: Context) -> str:
-    from coevo.native.spec import is_native
-    from coevo.policy import make_policy
-    from coevo.rollout import rollout
-    from coevo.sandbox import make_sandbox
-    from coevo.search.config import make_plan
-    from coevo.search.instructions.spec import EvolveParam
-    from coevo.search.schedule import Kind, count, parse_phases
+    from coevo.search.estimate import estimate
 
     _need(c.base and c.tasks and all(c.splits.values()), "the config and tasks in every split")
-    task = next(t for t in c.tasks if t.split == "dev")
-    policy = make_policy("oracle", harness=c.base, tasks=[task])
-    if is_native(c.base):  # served to the agent: the oracle's text needs token ids
-        policy.tokenizer = oracle_tokenizer(c)
-    started = time.monotonic()
-    [traj] = rollout([task], c.base, policy, make_sandbox=lambda t: make_sandbox(t, c.config.sandbox),
-                     tokenizer=policy.tokenizer)
-    seconds = time.monotonic() - started
-    if traj.reward != 1.0:
-        raise ValueError(f"oracle episode on {task.name} under {c.config.harness}: status {traj.status}, "
-                         f"reward {traj.reward} ({traj.error or 'the harness cannot play the solution'})")
-    plan = make_plan(c.config, c.splits["train"], c.splits["dev"], c.splits["test"],
-                     len(c.space.train_params) if c.space else 0)
-    phases = parse_phases(c.config.schedule)
-    h_phases, w_phases, n_phases = (count(phases, k) for k in (Kind.H, Kind.W, Kind.N))
-    # Trials (twice with the harness arm), every decision's two promotion scores at most, and the final
-    # table's six pairs at most on the test tasks and a held-out block of about the test split's size. A
-    # nested phase's trials count as h-trials here (their training is not in the estimate); its weights arm
-    # scores each of its trainings on the promotion tasks.
-    trials = (h_phases + n_phases) * plan.trials * (2 if c.config.arms else 1)
-    decisions = h_phases + 2 * w_phases + n_phases + (2 + n_phases * plan.trials if c.config.arms else 0)
-    pairs = 6 if c.config.arms else 4
-    gepa = h_phases * sum(p.evolve.budget for p in c.space.params if isinstance(p, EvolveParam)) if c.space else 0
-    held = c.splits["test"] if c.config.splits.held_out is None else min(c.config.splits.held_out, c.splits["test"])
-    episodes = plan.samples * (trials * plan.dev_tasks + 2 * decisions * c.config.splits.promotion
-                               + pairs * (plan.test_tasks + held)) + gepa
-    count = (f"at most {trials} trials x {plan.dev_tasks} evolve tasks, {gepa} GEPA episodes, {decisions} promotion "
-             f"decisions x 2 x {c.config.splits.promotion} tasks, {pairs} final pairs x ({plan.test_tasks} test + "
-             f"{held} held-out), x {plan.samples} sample(s) = {episodes} episodes")
-    return (f"one oracle episode ({task.name}) took {seconds:.1f}s; {count} ~ {_duration(episodes * seconds)} serial "
-            "at oracle speed (model generation and training not included)")
-
-
-def oracle_tokenizer(c: Context):
-    """The config's model's tokenizer, or else a small one trained on the tasks (no model is built here)."""
-    if c.config.model is not None and (Path(c.config.model) / "config.json").is_file():
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(str(c.config.model))
-    from coevo.train.model import corpus, train_tokenizer, wrap_tokenizer
-
-    return wrap_tokenizer(train_tokenizer(corpus(c.config.tasks, None, [c.base])))
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+    c.estimate, detail = estimate(c)
+    return detail
 
 
 CHECKS = {"config": check_config, "space": check_space, "tasks": check_tasks, "model": check_model,
@@ -260,7 +214,8 @@ def preflight(path: str | Path, **overrides: Any) -> list[Row]:
             status, detail = "SKIP", str(e)
         except Exception as e:  # noqa: BLE001 - a failed check is a row, and the others still run
             status, detail = "FAIL", str(e) or type(e).__name__
-        rows.append(Row(name, status, detail, time.monotonic() - started))
+        rows.append(Row(name, status, detail, time.monotonic() - started,
+                        context.estimate if name == "estimate" and status == "PASS" else []))
     return rows
 
 
@@ -275,6 +230,11 @@ def print_rows(rows: list[Row], title: str) -> None:
         table.add_row(r.check, f"[{colour[r.status]}]{r.status}[/]", Text(r.detail), f"{r.seconds:.1f}")
     console = Console()
     console.print(table)
+    for r in rows:
+        if r.table:
+            from coevo.search.estimate import estimate_table
+
+            console.print(estimate_table(r.table))
     for r in rows:
         if r.status == "FAIL":
             console.print(f"FAIL {r.check}:\n{r.detail}", markup=False, highlight=False, soft_wrap=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from coevo.evaluate.stats import PairedGain, paired_gain
-from coevo.search.state import Ledger, Pair
+from coevo.search.state import Decided, Ledger, Pair
 
 
 @dataclass(frozen=True)
@@ -58,11 +58,6 @@ def accept(incumbent: dict[str, float], candidate: dict[str, float], seed: int, 
     return Decision(paired, accepted=paired.clears(margin))
 
 
-def pair_key(pair: Pair) -> str:
-    """What makes two pairs the same pair: the harness overrides and the checkpoint."""
-    return repr((sorted(pair.overrides.items()), pair.checkpoint))
-
-
 class Incumbent:
     """The accepted pair of a run, kept in its ledger (state.json); promotion scores are cached there too,
     so a resumed run never scores a pair on the promotion tasks twice."""
@@ -85,20 +80,20 @@ class Incumbent:
     def challenge(self, candidate: Candidate, run_id: str, step: str) -> Decision:
         """Decide on the promotion tasks; replace the incumbent when accepted; log the decision either way.
         `step` names the decision in the phase's ledger, so a resumed phase does not decide twice."""
-        done = self.ledger.step(step)
-        if done is not None:
-            return Decision.from_record(done.data["decision"])
+        done = self.ledger.memo(step, lambda: {"decision": self._settle(candidate, run_id).record()})
+        return Decision.from_record(done["decision"])
+
+    def _settle(self, candidate: Candidate, run_id: str) -> Decision:
         incumbent = self.pair
         decision = self.decide(incumbent, candidate.pair, run_id)
         if decision.accepted:
             self.ledger.state.incumbent = candidate.pair
         self.record(candidate.phase, candidate.pair, incumbent, decision)
-        self.ledger.done_step(step, decision=decision.record())
         return decision
 
     def decide(self, incumbent: Pair, candidate: Pair, run_id: str) -> Decision:
         """`candidate` against `incumbent` on the promotion tasks (each scored once per run)."""
-        if pair_key(candidate) == pair_key(incumbent):
+        if candidate.key == incumbent.key:
             return Decision.without_comparison("the candidate is the incumbent", ties=len(self.promotion))
         try:
             before, after = self.promotion_scores(incumbent, run_id), self.promotion_scores(candidate, run_id)
@@ -108,7 +103,7 @@ class Incumbent:
 
     def promotion_scores(self, pair: Pair, run_id: str) -> dict[str, float]:
         cache = self.ledger.state.promotion
-        key = pair_key(pair)
+        key = pair.key
         if key not in cache:
             scored, _ = self.evaluator.evaluate(f"promote {pair.source}", run_id, pair.overrides, pair.checkpoint,
                                                 pair.generation, pair.source, task_batches=[self.promotion],
@@ -128,9 +123,10 @@ class Incumbent:
         self.ledger.state.history.append(self._point(phase, candidate.source, decision))
         self.ledger.save()
 
-    def _point(self, phase: str, challenger: str, decision: Decision) -> dict:
+    def _point(self, phase: str, challenger: str, decision: Decision) -> Decided:
         """One entry of the history: the decision, and the incumbent after it (what the plots draw)."""
-        inc, d = self.pair, decision.record()
-        return {"phase": phase, "generation": self.ledger.generation, "challenger": challenger,
-                "gain_low": d.pop("low"), "gain_high": d.pop("high"), **d, "incumbent": inc.source,
-                "score": inc.score, "pass_at_1": inc.pass_at_1, "ci_low": inc.ci_low, "ci_high": inc.ci_high}
+        inc, g = self.pair, decision.paired
+        return Decided(phase=phase, generation=self.ledger.generation, challenger=challenger,
+                       accepted=decision.accepted, gain=g.gain, gain_low=g.low, gain_high=g.high, wins=g.wins,
+                       losses=g.losses, ties=g.ties, error=decision.error, incumbent=inc.source, score=inc.score,
+                       pass_at_1=inc.pass_at_1, ci_low=inc.ci_low, ci_high=inc.ci_high)

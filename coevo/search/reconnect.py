@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
+import logging
 import time
 from collections.abc import Callable
 
@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, Pending
 
 OUTAGE_SECONDS = 300.0
 """How long a call waits for the database before it fails."""
+log = logging.getLogger(__name__)
 
 
 def lost_connection(error: BaseException) -> bool:
@@ -54,8 +55,8 @@ def retried(method: Callable) -> Callable:
                     raise
                 drop_session(self)
                 if not warned:
-                    print(f"optuna storage unreachable ({method.__name__}); retrying for up to "
-                          f"{OUTAGE_SECONDS:.0f} s", file=sys.stderr, flush=True)
+                    log.warning(f"optuna storage unreachable ({method.__name__}); retrying for up to "
+                                f"{OUTAGE_SECONDS:.0f} s")
                     warned = True
                 time.sleep(delay)
                 delay = min(5.0, delay * 2)

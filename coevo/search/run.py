@@ -4,6 +4,7 @@ coevo/search/workers.py.
 
     runs/<name>/
       config.yaml      the resolved config (what --resume reads back)
+      search.log       every log line of the run (DEBUG and up, whatever -v/-q showed), workers' too
       state.json       finished phases and steps, checkpoints, incumbent, pool, arms, ratchet log, table
       splits.json      the task roles: sizes, origins, names; splits/ holds the drawn promotion and test tasks
       optuna.db        Optuna RDB storage (default; any SQLAlchemy URL works)
@@ -18,9 +19,11 @@ the fair arms in arms.py, the final table in final.py.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from coevo import logs
 from coevo.search import curriculum, final
 from coevo.search.arms import fair_arms
 from coevo.search.config import SearchConfig, dump_config
@@ -40,11 +43,14 @@ from coevo.search.weights import weights_phase
 
 PHASES = {Kind.W0: warm_start, Kind.H: harness_phase, Kind.W: weights_phase, Kind.N: nested_phase}
 """Phase kind -> the function that runs it: (RunContext, phase name, MLflow run id) -> None."""
+LOG_FILE = "search.log"
+log = logging.getLogger("coevo.search")
 
 
 class Search:
     def __init__(self, config: SearchConfig, resume: bool = False, policy_factory: PolicyFactory | None = None,
-                 log: Callable[[str], None] = print):
+                 log: Callable[[str], None] = log.info):
+        """`log` takes the run's progress lines (default: the "coevo.search" logger at INFO)."""
         run_dir = config.run_dir
         if not resume and (run_dir / "state.json").exists():
             raise SearchError(f"{run_dir}: a search named '{config.name}' exists; resume it with "
@@ -62,6 +68,10 @@ class Search:
         self.current_phase_run: str | None = None
 
     def run(self) -> RunState:
+        with logs.to_file(self.ctx.run_dir / LOG_FILE):
+            return self._run()
+
+    def _run(self) -> RunState:
         ctx, state = self.ctx, self.ctx.ledger.state
         phases = ctx.inputs.schedule
         self._open_parent()
@@ -83,6 +93,7 @@ class Search:
             ctx.ledger.save()
         except BaseException as e:
             status = "FAILED" if isinstance(e, Exception) else "KILLED"  # Ctrl-C is a kill, not a failure
+            log.debug(f"the search stopped ({status})", exc_info=e)  # the traceback in the log file
             for run_id in (self.current_phase_run, state.parent_run):
                 if run_id:
                     ctx.tracker.end(run_id, status)

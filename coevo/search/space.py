@@ -8,7 +8,7 @@ A space file maps dotted paths to distributions in Optuna's short format:
     recovery.max_format_retries: {type: int, low: 0, high: 4, when: {recovery.format_error_feedback: true}}
     train.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-3, log: true}
 
-Keys are dotted fields of the Harness (coevo/harness/spec.py) or `train.<field>` of GRPOSpec. `when` makes a
+Keys are dotted fields of the Harness (coevo/harness/spec.py) or `train.<field>` of TrainSpec. `when` makes a
 parameter conditional: it is sampled only when every named parameter has that value (or one of a list
 of values); otherwise the base harness's value stays, or `otherwise` when given. The whole file is
 checked before any trial runs, and every problem is reported at once, each naming file and key.
@@ -145,7 +145,7 @@ def describe(values: dict[str, Any]) -> str:
 
 
 def split_overrides(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(harness overrides, GRPOSpec fields) from sampled values."""
+    """(harness overrides, TrainSpec fields) from sampled values."""
     harness = {k: v for k, v in values.items() if not k.startswith(TRAIN_PREFIX)}
     train = {k.removeprefix(TRAIN_PREFIX): v for k, v in values.items() if k.startswith(TRAIN_PREFIX)}
     return harness, train

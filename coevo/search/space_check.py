@@ -105,13 +105,13 @@ def entry_problems(key: str, entry: Any) -> list[str]:
 
 
 def path_problems(path: str, base=None) -> list[str]:
-    """The key must name a value (not a section) of the Harness, or of GRPOSpec after `train.`. For a
+    """The key must name a value (not a section) of the Harness, or of TrainSpec after `train.`. For a
     native agent's harness, a key under its config sections must name a setting that config has."""
     from coevo.harness import Harness
-    from coevo.train.grpo_spec import GRPOSpec
+    from coevo.train.spec import TrainSpec
 
     if path.startswith(TRAIN_PREFIX):
-        return _model_path_problems(GRPOSpec, path.removeprefix(TRAIN_PREFIX), "the GRPO options", TRAIN_PREFIX)
+        return _model_path_problems(TrainSpec, path.removeprefix(TRAIN_PREFIX), "the GRPO options", TRAIN_PREFIX)
     if is_native(base):
         unknown = base.unknown_setting(path)
         return [f"unknown path: {unknown}"] if unknown else _model_path_problems(
@@ -223,12 +223,12 @@ def _assignment(p: Param, value: Any, params: list[Param], base) -> dict[str, An
 
 
 def _train_value_problems(p: Param) -> list[str]:
-    from coevo.train.grpo_spec import GRPOSpec, GRPOSpecError
+    from coevo.train.spec import TrainSpec, TrainSpecError
 
     problems = []
     for value in _values(p):
         try:
-            GRPOSpec().with_overrides({p.path.removeprefix(TRAIN_PREFIX): value})
-        except GRPOSpecError as e:
+            TrainSpec().with_overrides({p.path.removeprefix(TRAIN_PREFIX): value})
+        except TrainSpecError as e:
             problems.append(f"value {value!r} is not valid: {str(e).split(': ', 1)[-1]}")
     return problems

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+TRIAL_ATTRS = ("per_task", "pass_at_1", "ci_low", "ci_high", "mlflow_run", "failures", "fingerprint")
+"""The Pair fields an Optuna trial keeps as user attrs (the rest come from its params and its phase)."""
 
 
 class Pair(BaseModel):
@@ -44,6 +48,96 @@ class Pair(BaseModel):
         text = f"pass@1 {self.pass_at_1:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}]"
         return text if self.score == self.pass_at_1 else f"{text}, objective {self.score:.3f}"
 
+    @property
+    def key(self) -> str:
+        """What makes two pairs the same pair: the harness overrides and the checkpoint. The exact text is
+        on disk (state.json's promotion cache and test rows), so it never changes."""
+        return repr((sorted(self.overrides.items()), self.checkpoint))
+
+    def to_trial_attrs(self) -> dict[str, Any]:
+        """The user attrs a trial that scored this pair keeps (`from_trial` reads them back)."""
+        return self.model_dump(include=set(TRIAL_ATTRS))
+
+    @classmethod
+    def from_trial(cls, trial, overrides: dict[str, Any], checkpoint: str, generation: int, source: str,
+                   train: dict[str, Any] | None = None) -> Pair:
+        """A finished trial as a Pair: its scores from its user attrs (a seeded trial's own `source` attr
+        wins over `source`); the harness and checkpoint are the caller's, from the params and the phase."""
+        attrs = trial.user_attrs
+        return cls(overrides=overrides, train=train or {}, checkpoint=checkpoint, generation=generation,
+                   source=attrs.get("source", source), score=trial.value, trial=trial.number,
+                   **{k: attrs[k] for k in TRIAL_ATTRS if k in attrs})
+
+
+class Record(BaseModel):
+    """A typed entry of state.json that still reads like the dict it used to be (`h["phase"]`,
+    `h.get("error")`), because plots.py and the tests were written against the dicts; new code reads the
+    attributes."""
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in type(self).model_fields:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in type(self).model_fields
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return getattr(self, name) if name in type(self).model_fields else default
+
+
+class Decided(Record):
+    """One entry of the run's history (the ratchet log): a decision, and the incumbent after it."""
+
+    phase: str
+    """Who decided: start, h1, w1, n1, 'arm harness-only', ..."""
+    generation: int
+    challenger: str
+    """The candidate's source."""
+    accepted: bool
+    gain: float
+    gain_low: float
+    gain_high: float
+    """The candidate's paired gain over the incumbent on the promotion tasks, with its 95% interval."""
+    wins: int = 0
+    losses: int = 0
+    ties: int = 0
+    error: str | None = None
+    """Why the candidate was not compared (then it was rejected)."""
+    incumbent: str
+    """The incumbent's source after the decision; the scores below are its evolve scores."""
+    score: float
+    pass_at_1: float
+    ci_low: float
+    ci_high: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older(cls, data: Any) -> Any:
+        # Histories written before the objective existed hold pass@1 only: it was the objective.
+        if isinstance(data, dict) and "score" not in data and "pass_at_1" in data:
+            data = {**data, "score": data["pass_at_1"]}
+        return data
+
+
+class Budget(Record):
+    """What a fair arm spent of its lever, in which unit, and its wall time."""
+
+    unit: str
+    budget: int | None = None
+    """None until the arm has run (its unit is written first, when it differs from the default)."""
+    wall_seconds: float | None = None
+
+
+class Focus(Record):
+    """An h-phase's start: the incumbent's failures on the evolve set by cause, and what was enqueued."""
+
+    failures: dict[str, int] = {}
+    focus: str | None = None
+    """The cause the focused trials address (None: nothing to address)."""
+    trials: int = 0
+    """Trials enqueued for it (they count towards the phase's trials)."""
+
 
 class Step(BaseModel):
     """A finished unit of work inside a phase (so a resumed phase skips it)."""
@@ -69,24 +163,25 @@ class RunState(BaseModel):
     """Top-k harnesses of the latest h-phase, re-scored after every w-phase."""
     steps: list[Step] = []
     """Finished steps of the current phase; cleared when the phase ends."""
-    history: list[dict[str, Any]] = []
+    history: list[Decided] = []
     """Per phase: generation, incumbent dev pass@1 with CI, and what happened (accepted or not)."""
     promotion: dict[str, dict[str, float]] = {}
     """Per-task promotion scores of every pair the ratchet compared (key: overrides and checkpoint)."""
     arms: dict[str, Pair] = {}
     """The fair single-lever arms' results: 'harness-only' and 'weights-only'."""
-    budgets: dict[str, dict[str, Any]] = {}
+    budgets: dict[str, Budget] = {}
     """Each arm's budget (how much of its lever it spent, in which unit) and its wall time."""
     timings: dict[str, float] = {}
     """Wall seconds of each finished phase (w0, h1, w1, ..., arms, test)."""
-    failures: dict[str, dict[str, Any]] = {}
+    failures: dict[str, Focus] = {}
     """Per h-phase: the incumbent's failure clusters on the evolve set, the focus cause, trials enqueued."""
     trained: dict[str, str] = {}
     """Per w-phase: what the weights trained on and what was dropped, in words."""
     importances: dict[str, dict[str, float]] = {}
     """Optuna's parameter importances per h-phase: which harness dimensions mattered."""
     curriculum: list[dict[str, Any]] = []
-    """One record per refresh of the evolve set: generation, retired and added task names, the folder."""
+    """One record per refresh of the evolve set: generation, retired and added task names, the folder
+    (written by curriculum.py as a dict)."""
     test: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Final table: row name -> Pair fields + test summary (+ its held-out block)."""
     verdict: dict[str, Any] = {}
@@ -116,6 +211,16 @@ class Ledger:
         self.state.steps.append(step)
         self.save()
         return step
+
+    def memo(self, key: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A resumable step of the current phase: the data `key` finished with, or else `compute()`'s,
+        recorded (and saved) before it is returned, so a resumed phase never does the step twice."""
+        done = self.step(key)
+        return done.data if done is not None else self.done_step(key, **compute()).data
+
+    def memo_pair(self, key: str, compute: Callable[[], Pair]) -> Pair:
+        """`memo` of a step whose result is one pair (kept in state.json as the step's `pair`)."""
+        return Pair.model_validate(self.memo(key, lambda: {"pair": compute().model_dump()})["pair"])
 
     @property
     def generation(self) -> int:

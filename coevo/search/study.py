@@ -1,5 +1,6 @@
-"""Optuna plumbing: RDB storage with heartbeats, the samplers and pruner, and `optimize_until`, which
-runs a study until it holds a target number of finished trials, however many processes it took.
+"""Optuna plumbing: RDB storage with heartbeats, the samplers and pruner, `phase_study` (where every study
+of a search is opened), and `optimize_until`, which runs a study until it holds a target number of
+finished trials, however many processes it took.
 
 Why these choices (written against Optuna 5):
 - heartbeats + RetryHeartbeatStaleTrialCallback: a trial whose process was killed (-9) stops beating;
@@ -13,7 +14,7 @@ Why these choices (written against Optuna 5):
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 import warnings
 from collections.abc import Callable
@@ -47,7 +48,8 @@ def make_storage(url: str, heartbeat_interval: int, grace_period: int,
             try:
                 on_stale(study.study_name, trial.number)
             except Exception as e:  # noqa: BLE001 - bookkeeping of a dead trial never stops the live ones
-                print(f"trial {trial.number} of {study.study_name} found dead; not recorded: {e}", file=sys.stderr)
+                logging.getLogger(__name__).warning("trial %d of %s found dead; not recorded: %s", trial.number,
+                                                    study.study_name, e)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -78,6 +80,17 @@ def make_pruner(enabled: bool, batches: int = 4) -> optuna.pruners.BasePruner:
 def open_study(storage, name: str, sampler, pruner) -> optuna.Study:
     return optuna.create_study(storage=storage, study_name=name, direction="maximize", sampler=sampler,
                                pruner=pruner, load_if_exists=True)
+
+
+def phase_study(ctx, phase: str, seed: int | None = None, trials: int = 0, prune: bool = True) -> optuna.Study:
+    """The run's study of a phase, arm or training (`<config name>.<phase>` in its storage), created or
+    reopened: the one place a search makes a study. `seed` seeds the config's sampler for a budget of
+    `trials` (None: Optuna's default, for a study only read or one whose caller sets a sampler per trial);
+    the pruner judges the evolve batches unless `prune` or the config's `pruning` is off."""
+    config = ctx.inputs.config
+    sampler = None if seed is None else make_sampler(config.sampler, seed, trials)
+    pruner = make_pruner(prune and config.pruning, len(ctx.inputs.dev_batches))
+    return open_study(ctx.storage, f"{config.name}.{phase}", sampler, pruner)
 
 
 def finished(study: optuna.Study) -> int:

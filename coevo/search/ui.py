@@ -4,8 +4,10 @@ server it started (the whole group: the servers' own workers too).
 
 The MLflow link opens a saved view of the experiment (MLflow's shared view state: an experiment tag
 `mlflow.sharedViewState.<key>`, read by the UI from `?viewStateShareKey=<key>`): the scored pairs only
-(runs tagged `source`), best objective first, with the columns a user compares: objective, pass@1 and
-its interval, reward, turns, format errors, traces, and the searched harness fields.
+(runs tagged `source`), best objective first, opening on what tells them apart: the objective, the harness
+fields whose values differ between the pairs and, in a nested run, the LoRA adapter each pair's weights are
+(tags `adapter` and `trained_fingerprint`, the harness it was trained under); then pass@1 and its interval,
+reward, turns, format errors and traces.
 """
 
 from __future__ import annotations
@@ -24,20 +26,24 @@ VIEW_KEY = "coevo-pairs"
 VIEW_METRICS = ("objective", "pass_at_1", "ci_low", "ci_high", "mean_reward", "mean_turns", "format_error_rate",
                 "timeouts", "traces")
 VIEW_TAGS = ("phase", "state", "source")
+ADAPTER_TAGS = ("adapter", "trained_fingerprint")
 
 
-def view_state(space_keys: Sequence[str]) -> dict:
+def view_state(differs: Sequence[str], adapters: bool = False) -> dict:
     """The shared view: the runs table's filter, order and columns (MLflow's column ids: type.`name`)."""
-    columns = [f"metrics.`{m}`" for m in VIEW_METRICS] + [f"params.`{k}`" for k in space_keys]
+    columns = ["metrics.`objective`", *(f"params.`{k}`" for k in differs),
+               *(f"tags.`{t}`" for t in ADAPTER_TAGS if adapters),
+               *(f"metrics.`{m}`" for m in VIEW_METRICS[1:]), *(f"tags.`{t}`" for t in VIEW_TAGS)]
     return {"searchFilter": "tags.source != ''", "orderByKey": "metrics.`objective`", "orderByAsc": False,
-            "selectedColumns": columns + [f"tags.`{t}`" for t in VIEW_TAGS]}
+            "selectedColumns": columns}
 
 
 def prepare(folder: Path) -> tuple[str, str | None, str, str]:
     """(tracking URI, artifact root, Optuna storage URL, experiment id) of a run folder; the experiment is
-    marked as training runs and given the saved view."""
+    marked as training runs and given the saved view, and pairs whose weights are an adapter are tagged with it."""
     import yaml
     from mlflow import MlflowClient
+    from mlflow.entities import ViewType
 
     from coevo.search.errors import SearchError
     from coevo.search.stores import engine_url
@@ -51,9 +57,47 @@ def prepare(folder: Path) -> tuple[str, str | None, str, str]:
     if experiment is None:
         raise SearchError(f"{folder}: no MLflow experiment '{config['name']}' in {uri} (has the search started?)")
     client.set_experiment_tag(experiment.experiment_id, KIND_TAG, KIND)
-    view = json.dumps(view_state(_space_keys(folder, config)))
+    runs = client.search_runs([experiment.experiment_id], "tags.source != ''", run_view_type=ViewType.ALL,
+                              max_results=5000)
+    adapters = tag_adapters(client, folder, runs)
+    view = json.dumps(view_state(differing_fields(runs, _space_keys(folder, config)), adapters))
     client.set_experiment_tag(experiment.experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}", view)
     return uri, artifacts, storage, experiment.experiment_id
+
+
+def differing_fields(runs: list, space_keys: list[str]) -> list[str]:
+    """The harness fields (params, train.* left out) whose values differ between the scored pairs, the searched
+    ones first; the searched fields when no pair is scored yet."""
+    values: dict[str, set] = {}
+    for r in runs:
+        for k in {*values, *r.data.params}:
+            values.setdefault(k, set()).add(r.data.params.get(k))
+    differ = {k for k, v in values.items() if len(v) > 1 and not k.startswith("train.")}
+    if not differ:
+        return space_keys
+    return [k for k in space_keys if k in differ] + sorted(differ - set(space_keys))
+
+
+def tag_adapters(client, folder: Path, runs: list) -> bool:
+    """Tag each scored pair whose weights are a nested LoRA adapter with it (its path in the run folder) and
+    the harness fingerprint it was trained under (coevo/search/report.py: adapter_record); whether any is."""
+    from coevo.search.report import adapter_record
+
+    found, records = False, {}
+    for r in runs:
+        key = (r.data.tags.get("checkpoint", ""), r.data.tags.get("trial"), r.data.tags.get("source"))
+        if key not in records:
+            records[key] = adapter_record(folder, key[0], int(key[1]) if key[1] else None, key[2]) if key[0] else None
+        if records[key] is None:
+            continue
+        found = True
+        adapter = Path(records[key]["adapter"])
+        shown = adapter.relative_to(folder.resolve()) if adapter.is_relative_to(folder.resolve()) else adapter
+        tags = {"adapter": str(shown), "trained_fingerprint": records[key]["trained_fingerprint"] or ""}
+        for k, v in tags.items():
+            if r.data.tags.get(k) != v:
+                client.set_tag(r.info.run_id, k, v)
+    return found
 
 
 def _space_keys(folder: Path, config: dict) -> list[str]:

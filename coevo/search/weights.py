@@ -25,9 +25,9 @@ def weights_phase(ctx: RunContext, name: str, run_id: str) -> None:
 
     ledger = ctx.ledger
     retiring = curriculum.solved(ctx)  # their successes are harvested with the train tasks', then they leave
-    trained = ledger.step("trained") or train_phase(ctx, name, run_id, extra=retiring)
+    trained = ledger.memo("trained", lambda: train_phase(ctx, name, run_id, extra=retiring))
     curriculum.refresh(ctx, name, run_id, retiring)
-    rescored = rescore(ctx, name, run_id, trained.data["train"])
+    rescored = rescore(ctx, name, run_id, trained["train"])
     weights = ctx.incumbent.challenge(Candidate(rescored[0], name), run_id, "challenge weights").accepted
     best = max(rescored, key=lambda p: p.score)
     if weights:
@@ -42,9 +42,9 @@ def weights_phase(ctx: RunContext, name: str, run_id: str) -> None:
     ledger.save()
 
 
-def train_phase(ctx: RunContext, name: str, run_id: str, extra: list = ()):
+def train_phase(ctx: RunContext, name: str, run_id: str, extra: list = ()) -> dict[str, Any]:
     """Train from the incumbent (one run, or a study over train.* keys) on the train tasks plus `extra`; a
-    failed run keeps the weights."""
+    failed run keeps the weights. Returns the phase's `trained` step: the checkpoint and the train values."""
     ledger, start = ctx.ledger, ctx.incumbent.pair
     try:
         ckpt, train_values = (train_study(ctx, start, name, run_id)
@@ -58,13 +58,13 @@ def train_phase(ctx: RunContext, name: str, run_id: str, extra: list = ()):
         ckpt, train_values = start.checkpoint, {}
     ledger.state.checkpoints.append(str(ckpt))
     ctx.tracker.tags(run_id, {"checkpoint": str(ckpt)})
-    return ledger.done_step("trained", checkpoint=str(ckpt), train=train_values)
+    return {"checkpoint": str(ckpt), "train": train_values}
 
 
-def grpo_spec(ctx: RunContext, values: dict[str, Any], steps: int | None = None, seed: int | None = None):
-    """The w-phase's GRPOSpec: the config's train options, the plan's steps, and a seed per generation
+def train_spec(ctx: RunContext, values: dict[str, Any], steps: int | None = None, seed: int | None = None):
+    """The w-phase's TrainSpec: the config's train options, the plan's steps, and a seed per generation
     (so a w-phase after a rejected one trains on fresh instances)."""
-    from coevo.train.grpo_spec import spec_from_dict
+    from coevo.train.spec import spec_from_dict
 
     config = ctx.inputs.config
     data = {**config.train, "steps": steps or ctx.inputs.plan.grpo_steps, "report_to": "none",
@@ -81,7 +81,7 @@ def train_once(ctx: RunContext, start: Pair, name: str, log_run: str, values: di
     from coevo.train.checkpoint import last_checkpoint
     from coevo.train.weights import train_weights
 
-    spec = grpo_spec(ctx, values, steps, seed)
+    spec = train_spec(ctx, values, steps, seed)
     harness = ctx.inputs.harness(start.overrides)
     tasks = [*ctx.inputs.train, *extra]
     what = (f"GRPO {spec.steps} steps x {spec.batch_size} episodes" if spec.mode == "rl" else
@@ -118,18 +118,16 @@ def _trace_harvest(ctx: RunContext, run_id: str, out: Path, checkpoint: str, nam
 
 def train_study(ctx: RunContext, start: Pair, name: str, run_id: str) -> tuple[str, dict]:
     """Several GRPO runs from `start` over the space's train.* keys; the best checkpoint on dev wins."""
-    from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until, top_trials
+    from coevo.search.study import optimize_until, phase_study, top_trials
 
     config, space = ctx.inputs.config, ctx.inputs.space
-    study_name = f"{config.name}.{name}"
-    study = open_study(ctx.storage, study_name,
-                       make_sampler(config.sampler, config.seed, ctx.inputs.plan.train_trials), make_pruner(False))
+    study = phase_study(ctx, name, config.seed, ctx.inputs.plan.train_trials, prune=False)
     if not study.trials:  # the config's own options first: a known reference point
-        defaults = grpo_spec(ctx, {})
+        defaults = train_spec(ctx, {})
         dumped = defaults.model_dump(mode="json")
         study.enqueue_trial({p.path: get_dotted(dumped, p.path.removeprefix("train.")) for p in space.train_params},
                             skip_if_exists=True)
-    optimize_until(study, ctx.inputs.plan.train_trials, TrainObjective(ctx, start, name, run_id, study_name),
+    optimize_until(study, ctx.inputs.plan.train_trials, TrainObjective(ctx, start, name, run_id, study.study_name),
                    config.grace_period, wait_for_stale=ctx.resume)
     best = top_trials(study, 1)[0]
     return best.user_attrs["checkpoint"], {k.removeprefix("train."): v for k, v in best.params.items()}
@@ -172,51 +170,40 @@ class TrainObjective:
 def rescore_kept(ctx: RunContext, name: str, run_id: str) -> list[Pair]:
     """The incumbent and the pool on their own checkpoint, re-scored on the refreshed evolve set (each a
     resumable step); the same pairs (promotion scores stay valid), with new evolve scores and failures."""
-    out = []
-    for i, old in enumerate(_distinct([ctx.incumbent.pair, *ctx.ledger.state.pool])):
-        step = ctx.ledger.step(f"kept {i}")
-        if step is None:
-            pair, _ = ctx.evaluator.evaluate(f"{name} rescore {old.source}", run_id, old.overrides, old.checkpoint,
-                                             old.generation, old.source, tags={"rescore": "1"})
-            fresh = old.model_copy(update={k: getattr(pair, k) for k in (
-                "score", "pass_at_1", "ci_low", "ci_high", "per_task", "mlflow_run", "failures")})
-            step = ctx.ledger.done_step(f"kept {i}", pair=fresh.model_dump())
-            ctx.log(f"{name}: re-scored {old.source} on the refreshed evolve set: {fresh.brief()}")
-        out.append(Pair.model_validate(step.data["pair"]))
-    return out
+    def rescored(old: Pair) -> Pair:
+        pair, _ = ctx.evaluator.evaluate(f"{name} rescore {old.source}", run_id, old.overrides, old.checkpoint,
+                                         old.generation, old.source, tags={"rescore": "1"})
+        fresh = old.model_copy(update={k: getattr(pair, k) for k in (
+            "score", "pass_at_1", "ci_low", "ci_high", "per_task", "mlflow_run", "failures")})
+        ctx.log(f"{name}: re-scored {old.source} on the refreshed evolve set: {fresh.brief()}")
+        return fresh
+
+    kept = _distinct([ctx.incumbent.pair, *ctx.ledger.state.pool])
+    return [ctx.ledger.memo_pair(f"kept {i}", lambda old=old: rescored(old)) for i, old in enumerate(kept)]
 
 
 def _distinct(pairs: list[Pair]) -> list[Pair]:
-    from coevo.search.ratchet import pair_key
-
-    seen, out = set(), []
+    """`pairs` without repeats (by `Pair.key`), each where it first appears."""
+    first: dict[str, Pair] = {}
     for pair in pairs:
-        key = pair_key(pair)
-        if key not in seen:
-            seen.add(key)
-            out.append(pair)
-    return out
+        first.setdefault(pair.key, pair)
+    return list(first.values())
 
 
 def rescore(ctx: RunContext, name: str, run_id: str, train_values: dict) -> list[Pair]:
     """The incumbent's harness and the pool's, scored on the new checkpoint (each one a resumable step)."""
     ledger = ctx.ledger
-    candidates, seen = [], set()
-    for pair in [ledger.state.incumbent, *ledger.state.pool]:  # by harness: all go onto the new checkpoint
-        key = repr(sorted(pair.overrides.items()))
-        if key not in seen:
-            seen.add(key)
-            candidates.append(pair)
-    out = []
-    for i, old in enumerate(candidates):
-        step = ledger.step(f"rescore {i}")
-        if step is None:
-            origin = old.source.split(" on g")[0]
-            pair, _ = ctx.evaluator.evaluate(f"{name} rescore {origin}", run_id, old.overrides, ledger.checkpoint,
-                                             ledger.generation, f"{origin} on g{ledger.generation}",
-                                             train=train_values, tags={"rescore": "1"})
-            step = ledger.done_step(f"rescore {i}", pair=pair.model_dump())
-            ctx.log(f"{name}: re-scored {origin} on g{ledger.generation}: dev pass@1 {pair.pass_at_1:.3f} "
-                    f"[{pair.ci_low:.3f}, {pair.ci_high:.3f}], objective {pair.score:.3f}")
-        out.append(Pair.model_validate(step.data["pair"]))
-    return out
+
+    def rescored(old: Pair) -> Pair:
+        origin = old.source.split(" on g")[0]
+        pair, _ = ctx.evaluator.evaluate(f"{name} rescore {origin}", run_id, old.overrides, ledger.checkpoint,
+                                         ledger.generation, f"{origin} on g{ledger.generation}",
+                                         train=train_values, tags={"rescore": "1"})
+        ctx.log(f"{name}: re-scored {origin} on g{ledger.generation}: dev pass@1 {pair.pass_at_1:.3f} "
+                f"[{pair.ci_low:.3f}, {pair.ci_high:.3f}], objective {pair.score:.3f}")
+        return pair
+
+    # Distinct by harness: all of them go onto the new checkpoint.
+    moved = _distinct([p.model_copy(update={"checkpoint": ledger.checkpoint})
+                       for p in [ledger.state.incumbent, *ledger.state.pool]])
+    return [ledger.memo_pair(f"rescore {i}", lambda old=old: rescored(old)) for i, old in enumerate(moved)]

@@ -19,6 +19,7 @@ The protocol is the run folder and the Optuna storage, nothing else:
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -81,11 +82,12 @@ def run_config(folder: Path, **overrides: Any):
     return config
 
 
-def run_worker(folder: Path, overrides: dict[str, Any], log: Callable[[str], None] = print) -> int:
+def run_worker(folder: Path, overrides: dict[str, Any], log: Callable[[str], None] | None = None) -> int:
     """`coevo search CONFIG --worker`: wait for the owner to start the run in `folder`, then evaluate trials
     of each of its h-phases until none is left. Returns the number of trials this worker ran."""
     from coevo.search.run import Search
 
+    log = log or logging.getLogger(__name__).info
     if not (folder / "state.json").is_file():
         log(f"worker {ME}: waiting for `coevo search` to start {folder}")
         while not (folder / "state.json").is_file():
@@ -121,16 +123,14 @@ def join_phase(ctx: RunContext, name: str) -> int:
     """Run trials of the owner's h-phase `name` until its study holds the phase's budget."""
     from coevo.search.harness_phase import HarnessObjective
     from coevo.search.instructions.evolve import evolve_instructions
-    from coevo.search.study import make_pruner, make_sampler, open_study, optimize_until
+    from coevo.search.study import optimize_until, phase_study
 
     state, config, plan = ctx.ledger.state, ctx.inputs.config, ctx.inputs.plan
     find_checkpoint(ctx)
     evolve_instructions(ctx, name, state.phase_runs[name])  # the choices of GEPA's texts, saved by the owner
-    study_name = f"{config.name}.{name}"
     # A seed of its own: workers sharing the config's seed would propose the same first harnesses.
-    sampler = make_sampler(config.sampler, config.seed + zlib.crc32(ME.encode()), plan.trials)
-    study = open_study(ctx.storage, study_name, sampler, make_pruner(config.pruning, len(ctx.inputs.dev_batches)))
-    objective = HarnessObjective(ctx, name, state.phase_runs[name], study_name)
+    study = phase_study(ctx, name, config.seed + zlib.crc32(ME.encode()), plan.trials)
+    objective = HarnessObjective(ctx, name, state.phase_runs[name], study.study_name)
 
     def signed(trial) -> float:
         trial.set_user_attr("worker", ME)

@@ -96,10 +96,10 @@ def train(
     reward: Annotated[str | None, typer.Option(help="binary or partial (spec: reward).")] = None,
     rollout_dtype: Annotated[str | None, typer.Option(help="fp32 or bf16 (spec: rollout_dtype).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (spec: seed).")] = None,
-    config: Annotated[Path | None, typer.Option(help="YAML mapping of GRPO spec fields.")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML mapping of training spec fields.")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="FIELD=VALUE (YAML value), repeatable, e.g. --set beta=0.01 --set mismatch.action=halt "
-                      "--set trl.top_entropy_quantile=0.2. Fields: see GRPOSpec (coevo/train/grpo_spec.py).")
+                      "--set trl.top_entropy_quantile=0.2. Fields: see TrainSpec (coevo/train/train_spec.py).")
     ] = None,
     max_tasks: Annotated[int | None, typer.Option(help="Train on the first N tasks of the split only.")
                          ] = None,
@@ -116,20 +116,20 @@ def train(
     from coevo.harness import load_harness
     from coevo.sandbox.cli import checked_backends, image_map_from
     from coevo.tasks import load_taskset
-    from coevo.train.grpo_spec import GRPOSpec, spec_from_dict
+    from coevo.train.spec import TrainSpec, spec_from_dict
 
     try:
-        data = read_yaml(config, "GRPO spec", CoevoError) if config else {}
+        data = read_yaml(config, "training spec", CoevoError) if config else {}
         if not isinstance(data, dict):
-            fail(f"--config {config}: expected a YAML mapping of GRPO spec fields")
-        spec = spec_from_dict(data, source=str(config or "GRPO spec"))
+            fail(f"--config {config}: expected a YAML mapping of training spec fields")
+        spec = spec_from_dict(data, source=str(config or "training spec"))
         flags = {"steps": steps, "group_size": group_size, "tasks_per_step": tasks_per_step,
                  "learning_rate": lr, "reward": reward, "rollout_dtype": rollout_dtype, "seed": seed}
         spec = spec.with_overrides({k: v for k, v in flags.items() if v is not None})
         for item in set_ or []:
             key, sep, value = item.partition("=")
             if not sep:
-                fields = ", ".join(GRPOSpec.model_fields)
+                fields = ", ".join(TrainSpec.model_fields)
                 fail(f"--set {item!r}: expected FIELD=VALUE (fields: {fields})")
             try:  # one at a time, so the error names the --set that caused it
                 spec = spec.with_overrides({key.strip(): yaml.safe_load(value)})

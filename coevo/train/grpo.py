@@ -22,15 +22,19 @@ This module imports torch and TRL only inside functions: importing it is cheap.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coevo.train.grpo_spec import GRPOSpec, MismatchSpec, spec_from_dict
+from coevo.logs import library_bars_off
+from coevo.train.spec import MismatchSpec, TrainSpec, spec_from_dict
 
-__all__ = ["GRPOSpec", "MismatchSpec", "TrainResult", "spec_from_dict", "train_grpo"]
+__all__ = ["MismatchSpec", "TrainResult", "TrainSpec", "spec_from_dict", "train_grpo"]
 
 METRICS_FILE = "metrics.jsonl"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,17 +53,17 @@ class TrainResult:
     """What the update trained on and what it dropped, in words (coevo.train.weights fills it)."""
 
 
-def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, resume: bool = False,
-               console=None, backend: str = "local", image_map: dict[str, str] | None = None) -> TrainResult:
+@library_bars_off()
+def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: TrainSpec, resume: bool = False,
+               backend: str = "local", image_map: dict[str, str] | None = None) -> TrainResult:
     """Train `model_dir` with GRPO on `tasks` under `harness`; checkpoints and metrics go to `out_dir`.
     Episodes run in `backend`'s sandboxes (local, docker or auto; see coevo.sandbox.make_sandbox)."""
-    from rich.console import Console
     from safetensors import SafetensorError
 
     from coevo.train import checkpoint as ckpt
+    from coevo.train.progress import show_progress
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    console = console or Console(stderr=True)
     out_dir, model_dir = Path(out_dir), Path(model_dir)
     start = _start_point(out_dir, resume)
     if start:
@@ -68,20 +72,19 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
         check_resume(start, spec.lora, model_dir, ckpt.MARKER)
     resumed_from = ckpt.step_of(start) if start else 0
     if resumed_from >= spec.steps:
-        console.print(f"{out_dir}: already at step {resumed_from} of {spec.steps}; nothing to train")
+        log.info(f"{out_dir}: already at step {resumed_from} of {spec.steps}; nothing to train")
         return _result(out_dir, start, resumed_from)
     if len(tasks) < spec.tasks_per_step:
         raise ValueError(f"train_grpo: {len(tasks)} tasks cannot fill a step of tasks_per_step="
                          f"{spec.tasks_per_step}; give more tasks or lower tasks_per_step")
     harness = training_harness(harness, spec)
     _record_run(out_dir, model_dir, harness, tasks, spec, resumed_from)
-    trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, console, (backend, image_map))
+    trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, (backend, image_map))
     caller_run = _mlflow_run_id()
-    console.print(f"GRPO: {len(trainer.train_dataset)} tasks, {spec.tasks_per_step} x {spec.group_size} "
-                  f"episodes per step, steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, "
-                  f"harness {harness.name}"
-                  + (f", resuming from {start}" if start else ""))
-    failed = True
+    log.info(f"GRPO: {len(trainer.train_dataset)} tasks, {spec.tasks_per_step} x {spec.group_size} "
+             f"episodes per step, steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, "
+             f"harness {harness.name}" + (f", resuming from {start}" if start else ""))
+    failed, bar = True, show_progress(trainer, "GRPO")
     try:
         trainer.train(resume_from_checkpoint=str(start) if start else None)
         failed = False
@@ -89,6 +92,7 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOS
         raise OSError(f"{out_dir / ckpt.STAGING}: writing a checkpoint failed ({e}); the published checkpoints "
                       "are whole: make room and continue with --resume") from e
     finally:
+        bar.close()
         ckpt.clear_staging(out_dir)
         if "mlflow" in trainer.args.report_to:
             _close_mlflow(trainer, caller_run, failed)
@@ -107,7 +111,7 @@ def _start_point(out_dir: Path, resume: bool) -> Path | None:
     return last
 
 
-def training_harness(harness, spec: GRPOSpec):
+def training_harness(harness, spec: TrainSpec):
     if spec.temperature is not None:
         harness = harness.with_overrides({"decoding.temperature": spec.temperature})
     if harness.decoding.temperature <= 0:
@@ -116,13 +120,13 @@ def training_harness(harness, spec: GRPOSpec):
     return harness
 
 
-def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GRPOSpec, console,
+def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: TrainSpec,
                   sandboxes: tuple[str, dict[str, str] | None] = ("local", None)):
     import warnings
 
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
+    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
     from coevo.policy.hf import HFPolicy
@@ -139,19 +143,19 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     if spec.lora.enabled:
         from coevo.train import lora
 
-        model = lora.wrap(model, spec.lora, "GRPO spec", seed=spec.seed)
+        model = lora.wrap(model, spec.lora, "training spec", seed=spec.seed)
     dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
     policy = HFPolicy(model_dir, device=device, dtype=dtype)
     if spec.screen_samples:
-        tasks = _screened(tasks, harness, policy, spec, out_dir, console, sandboxes)
+        tasks = _screened(tasks, harness, policy, spec, out_dir, sandboxes)
     if spec.fresh_instances:
         from coevo.train.fresh import fresh_instances
 
         tasks = fresh_instances(tasks, spec.steps * spec.tasks_per_step, out_dir / "fresh_tasks", spec.seed)
-        console.print(f"fresh instances: {len(tasks)} of {len({t.family for t in tasks})} families, each used "
-                      "at most once")
-    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, log=console.print, sandboxes=sandboxes)
-    step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps, console)
+        log.info(f"fresh instances: {len(tasks)} of {len({t.family for t in tasks})} families, each used "
+                 "at most once")
+    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, sandboxes=sandboxes)
+    step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps)
     budget = [TimeBudget(spec.max_minutes)] if spec.max_minutes else []
     args = grpo_config(spec, harness, out_dir, device)
     trainer = GRPOTrainer(
@@ -159,7 +163,6 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
         train_dataset=Dataset.from_list([{"prompt": t.name} for t in tasks]), processing_class=tokenizer,
         rollout_func=bridge, callbacks=[step_log, *budget], optimizers=(_optimizer(model, spec, args), None),
     )
-    trainer.remove_callback(PrinterCallback)  # StepLog prints one rich line per step instead
     # Order matters: StepLog adds time/train to the logs before the reporters see them, and checkpoints
     # are published (moved out of .staging) only after every other on_save has run.
     for cb in [c for c in trainer.callback_handler.callbacks if type(c).__module__.startswith(
@@ -177,7 +180,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: GR
     return trainer
 
 
-def _optimizer(model, spec: GRPOSpec, args):
+def _optimizer(model, spec: TrainSpec, args):
     """The optimizer the Trainer would build from `args`, with one parameter group per `spec.lr_multipliers`
     pattern; None (the Trainer builds its own) without multipliers."""
     from fnmatch import fnmatchcase
@@ -192,14 +195,14 @@ def _optimizer(model, spec: GRPOSpec, args):
     unmatched = [p for p in spec.lr_multipliers if not groups[p]]
     if unmatched:
         names = [n for n, p in model.named_parameters() if p.requires_grad]
-        raise ValueError(f"GRPO spec: lr_multipliers: {unmatched} match no parameter (names look like "
+        raise ValueError(f"training spec: lr_multipliers: {unmatched} match no parameter (names look like "
                          f"{names[0]!r}, {names[-1]!r})")
     cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(args, model)
     return cls([{"params": params, "lr": kwargs["lr"] * spec.lr_multipliers.get(p, 1.0),
                  "weight_decay": args.weight_decay} for p, params in groups.items() if params], **kwargs)
 
 
-def _screened(tasks: list, harness, policy, spec: GRPOSpec, out_dir: Path, console,
+def _screened(tasks: list, harness, policy, spec: TrainSpec, out_dir: Path,
               sandboxes: tuple[str, dict | None]) -> list:
     """The tasks to train on: screened once per run (a resumed run reuses its screen), on the run's
     sandbox backend."""
@@ -211,34 +214,28 @@ def _screened(tasks: list, harness, policy, spec: GRPOSpec, out_dir: Path, conso
         done = screen.screen(tasks, harness, policy, spec.screen_samples, spec.reward, spec.seed,
                              at_least=spec.tasks_per_step, sandboxes=sandboxes)
         screen.save(done, out_dir)
-    console.print(screen.describe(done, len(tasks)))
+    log.info(screen.describe(done, len(tasks)))
     kept = set(done.kept)
     return [t for t in tasks if t.name in kept]
 
 
-def grpo_config(spec: GRPOSpec, harness, out_dir: Path, device: str = "cpu"):
+def grpo_config(spec: TrainSpec, harness, out_dir: Path, device: str = "cpu"):
     """TRL's GRPOConfig for a spec: one generation batch and one optimizer step per step."""
     import dataclasses
 
     from trl import GRPOConfig
 
     from coevo.train.checkpoint import STAGING
+    from coevo.train.spec import TRL_FIELDS
 
     micro = spec.micro_batch_size or spec.batch_size
     unknown = set(spec.trl) - {f.name for f in dataclasses.fields(GRPOConfig)}
     if unknown:
-        raise ValueError(f"GRPO spec: trl: {sorted(unknown)} are not TRL GRPOConfig options")
+        raise ValueError(f"training spec: trl: {sorted(unknown)} are not TRL GRPOConfig options")
     options = {
         "output_dir": str(out_dir / STAGING), "max_steps": spec.steps, "per_device_train_batch_size": micro,
         "gradient_accumulation_steps": spec.batch_size // micro, "num_generations": spec.group_size,
-        "learning_rate": spec.learning_rate, "lr_scheduler_type": spec.lr_scheduler_type,
-        "warmup_steps": spec.warmup_steps, "weight_decay": spec.weight_decay,
-        "max_grad_norm": spec.max_grad_norm, "loss_type": spec.loss_type, "beta": spec.beta,
-        "epsilon": spec.epsilon, "epsilon_high": spec.epsilon_high,
-        "scale_rewards": spec.scale_rewards, "num_iterations": spec.num_iterations,
-        "importance_sampling_level": spec.importance_sampling_level,
-        "mask_truncated_completions": spec.mask_truncated_completions,
-        "off_policy_mask_threshold": spec.off_policy_mask_threshold,
+        **{name: getattr(spec, name) for name in TRL_FIELDS},
         "temperature": harness.decoding.temperature, "top_p": harness.decoding.top_p,
         # Only dr_grpo's normaliser reads it: the longest buffer an episode can reach.
         "max_completion_length": harness.episode_token_bound(),
@@ -252,7 +249,7 @@ def grpo_config(spec: GRPOSpec, harness, out_dir: Path, device: str = "cpu"):
     return GRPOConfig(**{**options, **spec.trl})
 
 
-def _report_to(spec: GRPOSpec) -> list[str]:
+def _report_to(spec: TrainSpec) -> list[str]:
     if spec.report_to != "auto":
         return [] if spec.report_to == "none" else [spec.report_to]
     return ["mlflow"] if os.environ.get("MLFLOW_TRACKING_URI") or _mlflow_active() else []
@@ -285,7 +282,7 @@ def _close_mlflow(trainer, caller_run: str | None, failed: bool) -> None:
         callback._auto_end_run = False  # private, but the only switch; its own run is already ended
 
 
-def _record_run(out_dir: Path, model_dir: Path, harness, tasks: list, spec: GRPOSpec,
+def _record_run(out_dir: Path, model_dir: Path, harness, tasks: list, spec: TrainSpec,
                 resumed_from: int) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "harness.yaml").write_text(harness.to_yaml())

@@ -1,5 +1,5 @@
-"""Per-step reporting of a GRPO run: one rich console line per step, RUN_DIR/metrics.jsonl, and `time/train`
-added to TRL's logs before the reporters (MLflow) see them. Also the run's wall-time budget.
+"""Per-step reporting of a GRPO run: one log line per step (INFO, rich markup), RUN_DIR/metrics.jsonl, and
+`time/train` added to TRL's logs before the reporters (MLflow) see them. Also the run's wall-time budget.
 
 The rollout's own metrics reach TRL's logs through the reward function's `log_metric`; only the training
 time is known after the backward pass, so this callback adds it (it runs before the reporters).
@@ -8,16 +8,21 @@ time is known after the backward pass, so this callback adds it (it runs before 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from pathlib import Path
 
 from transformers import TrainerCallback
 
+from coevo.logs import MARKUP
+
+log = logging.getLogger(__name__)
+
 
 class StepLog(TrainerCallback):
-    def __init__(self, bridge, path: Path, total_steps: int, console):
-        self.bridge, self.path, self.total, self.console = bridge, Path(path), total_steps, console
+    def __init__(self, bridge, path: Path, total_steps: int):
+        self.bridge, self.path, self.total = bridge, Path(path), total_steps
         self.t0 = time.monotonic()
 
     def on_step_begin(self, args, state, control, **kwargs):
@@ -37,7 +42,7 @@ class StepLog(TrainerCallback):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a") as f:
                 f.write(json.dumps(record) + "\n")
-            self.console.print(step_line(record, self.total))
+            log.info(step_line(record, self.total), extra=MARKUP)
 
 
 def step_line(m: dict, total: int) -> str:

@@ -15,6 +15,7 @@ exactly one row per prompt must come back.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import Counter, defaultdict
@@ -25,9 +26,11 @@ from coevo.outcomes import FAILURE_STATUSES, credit, passed
 from coevo.rollout import rollout, save_trajectories
 from coevo.rollout.trajectory import Trajectory
 from coevo.train import mismatch as mm
-from coevo.train.grpo_spec import GRPOSpec
 from coevo.train.lora import sync_weights
+from coevo.train.spec import TrainSpec
 from coevo.train.timeline import Timeline
+
+log = logging.getLogger(__name__)
 
 
 class TrainingHalted(CoevoError):
@@ -51,7 +54,7 @@ class _Recorder:
 
 
 class GRPORollout:
-    def __init__(self, tasks: list, harness, policy, spec: GRPOSpec, run_dir: Path | None = None, log=print,
+    def __init__(self, tasks: list, harness, policy, spec: TrainSpec, run_dir: Path | None = None, log=log.warning,
                  sandboxes: tuple[str, dict[str, str] | None] = ("local", None)):
         """`policy`: an HFPolicy, the rollout copy of the model (its weights are overwritten every step).
         `sandboxes`: (backend, image_map) of the episodes, as the rollout engine takes them."""
@@ -170,7 +173,7 @@ class GRPORollout:
         if action == "halt":
             raise TrainingHalted(f"{message} (mismatch.action=halt)")
         tail = "; batch masked out of the loss" if action == "skip" else ""
-        self.log(f"[yellow]warning[/]: {message}{tail}")
+        self.log(f"{message}{tail}")
         return action == "skip"
 
     # -- TRL's reward function ----------------------------------------------------------------------

@@ -249,16 +249,6 @@ def load_adapted(folder: str | Path):
     return PeftModel.from_pretrained(base, str(folder))
 
 
-def adapter_policy(folder: str | Path):
-    """An HFPolicy over the adapter's base model with the adapter's merged weights loaded into it: a pair
-    (harness, adapter) is scored without a merged folder on disk."""
-    from coevo.policy.hf import HFPolicy
-
-    policy = HFPolicy(adapter_base(folder))
-    policy.model.load_state_dict(merged_state_dict(load_adapted(folder)))
-    return policy
-
-
 def merge_adapter(folder: str | Path, out: Path) -> Path:
     """Write the adapter in `folder` merged into its base as a plain model folder `out` (the adapter in
     `out/adapter`, the tokenizer beside it): what every reader of a checkpoint folder expects."""

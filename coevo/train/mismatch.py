@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from coevo.train.grpo_spec import MismatchSpec
+from coevo.train.spec import MismatchSpec
 
 
 @dataclass

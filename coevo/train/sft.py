@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coevo.logs import library_bars_off
 from coevo.train.lora import LoraSpec
 
 
@@ -56,6 +57,7 @@ def check_lengths(tokenizer, conversations: list[list[dict]], max_length: int, s
                          f"{tokenizer.model_max_length}) or shorten the harness's prompts")
 
 
+@library_bars_off()
 def train_sft(model_dir: Path, conversations: list[list[dict]] | list[dict], out: Path, settings: SFTSettings,
               source: str = "warmstart", merged: bool = True) -> Path:
     """Fine-tune `model_dir` on `conversations` and save a HF folder to `out`. Each is a list of chat messages
@@ -66,6 +68,8 @@ def train_sft(model_dir: Path, conversations: list[list[dict]] | list[dict], out
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
+
+    from coevo.train.progress import show_progress
 
     if not conversations:
         raise ValueError(f"{source}: no conversations to train on")
@@ -94,7 +98,11 @@ def train_sft(model_dir: Path, conversations: list[list[dict]] | list[dict], out
     )
     dataset = Dataset.from_list(conversations if tokens else [{"messages": c} for c in conversations])
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
-    trainer.train()
+    bar = show_progress(trainer, "SFT")
+    try:
+        trainer.train()
+    finally:
+        bar.close()
     out = Path(out)
     if settings.lora.enabled and not merged:
         trainer.model.save_pretrained(out)

@@ -14,6 +14,7 @@ rendered.
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 import time
 from dataclasses import asdict
@@ -22,6 +23,8 @@ from pathlib import Path
 from coevo.outcomes import passed
 from coevo.train.harvest import token_row
 from coevo.train.sft import SFTSettings, train_sft
+
+log = logging.getLogger(__name__)
 
 AUGMENT = 60
 """Extra instances per family that `coevo warmstart` trains on by default, when the task folder is a
@@ -97,6 +100,8 @@ def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettin
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    log.info(f"{source}: oracle episodes on {len(tasks)} tasks"
+             + (f" (+ {augment} extra instances per family)" if augment else ""))
     trajectories = oracle_trajectories(harness, tasks, tokenizer, settings.seed, backend, image_map)
     save_trajectories(out / "oracle.jsonl", trajectories)
     extra = []
@@ -112,6 +117,8 @@ def warm_start(model: Path, harness, tasks: list, out: Path, settings: SFTSettin
         raise ValueError(f"{source}: none of the {len(trajectories)} oracle episodes passed under {names}; "
                          f"first failure: {_cause(trajectories[0])}")
     t1 = time.perf_counter()
+    log.info(f"{source}: SFT on {len(good)} passed oracle episodes (of {len(trajectories) + len(extra)}) "
+             f"in {t_oracle:.1f}s")
     train_sft(model, [token_row(t) for t in good], out, settings, source=source)
     numbers = {"tasks": len(tasks), "oracle_passed": len(demonstrations(trajectories)), "extra_tasks": len(extra),
                "extra_passed": len(demonstrations(extra)), "conversations": len(good), "oracle_s": round(t_oracle, 1),

@@ -14,19 +14,20 @@ trained on and what it dropped, and why.
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
 from coevo.train.grpo import TrainResult, train_grpo
-from coevo.train.grpo_spec import GRPOSpec
 from coevo.train.harvest import Harvest, harvest, save
 from coevo.train.replay import Replay, replay
+from coevo.train.spec import TrainSpec
 
 
-def train_weights(model_dir: Path, harness, tasks: list, out: Path, spec: GRPOSpec, resume: bool = False,
-                  backend: str = "local", image_map: dict[str, str] | None = None, log=print) -> TrainResult:
+def train_weights(model_dir: Path, harness, tasks: list, out: Path, spec: TrainSpec, resume: bool = False,
+                  backend: str = "local", image_map: dict[str, str] | None = None, log=None) -> TrainResult:
     """Update `model_dir` under `harness` on `tasks` by `spec.mode`; the checkpoint goes under `out`."""
-    out = Path(out)
+    out, log = Path(out), log or logging.getLogger(__name__).info
     if spec.mode == "rl":
         return grpo_summary(train_grpo(model_dir, harness, tasks, out, spec, resume=resume, backend=backend,
                                        image_map=image_map), spec, len(tasks))
@@ -62,7 +63,7 @@ def train_weights(model_dir: Path, harness, tasks: list, out: Path, spec: GRPOSp
     return result
 
 
-def replayed(model_dir: Path, harness, tasks: list, h: Harvest, spec: GRPOSpec, out: Path, backend: str,
+def replayed(model_dir: Path, harness, tasks: list, h: Harvest, spec: TrainSpec, out: Path, backend: str,
              image_map: dict[str, str] | None) -> Replay:
     """The oracle demonstrations mixed into self-SFT (coevo.train.replay); none at replay_ratio 0."""
     from coevo.train.grpo import training_harness
@@ -73,7 +74,7 @@ def replayed(model_dir: Path, harness, tasks: list, h: Harvest, spec: GRPOSpec, 
                   spec.seed, backend, image_map, spec.replay_min)
 
 
-def describe_replay(r: Replay, spec: GRPOSpec) -> str:
+def describe_replay(r: Replay, spec: TrainSpec) -> str:
     if not spec.replay_ratio and not spec.replay_min:
         return "no oracle replay"
     missing = f", {len(r.left_out)} demonstrations did not pass and were left out" if r.left_out else ""
@@ -81,7 +82,7 @@ def describe_replay(r: Replay, spec: GRPOSpec) -> str:
             f"{spec.replay_min} asked for {r.asked}){missing}")
 
 
-def grpo_summary(result: TrainResult, spec: GRPOSpec, tasks: int, prefix: str = "") -> TrainResult:
+def grpo_summary(result: TrainResult, spec: TrainSpec, tasks: int, prefix: str = "") -> TrainResult:
     """A GRPO run in words: groups trained on, and those without signal (dropped when the spec says so)."""
     groups = result.steps * spec.tasks_per_step
     flat = int(sum(m.get("groups/no_signal", 0) for m in result.metrics))
@@ -91,7 +92,7 @@ def grpo_summary(result: TrainResult, spec: GRPOSpec, tasks: int, prefix: str = 
     return result
 
 
-def sample_harvest(model_dir: Path, harness, tasks: list, spec: GRPOSpec, out: Path, backend: str,
+def sample_harvest(model_dir: Path, harness, tasks: list, spec: TrainSpec, out: Path, backend: str,
                    image_map: dict[str, str] | None) -> Harvest:
     """k = `spec.harvest_samples` episodes per task at the training temperature, sorted (see harvest). The
     episodes are kept in out/harvest.jsonl: a resumed run sorts them again rather than sampling anew."""
@@ -115,15 +116,15 @@ def sample_harvest(model_dir: Path, harness, tasks: list, spec: GRPOSpec, out: P
     return h
 
 
-def self_sft(model_dir: Path, h: Harvest, done: Path, spec: GRPOSpec, extra: list[dict] = ()) -> None:
+def self_sft(model_dir: Path, h: Harvest, done: Path, spec: TrainSpec, extra: list[dict] = ()) -> None:
     """Fine-tune on the harvest's token rows plus `extra` (replayed demonstrations); published by rename, so a
     killed run redoes it whole."""
     from coevo.train.sft import SFTSettings, train_sft
 
     staging = done.with_name("sft.staging")
     shutil.rmtree(staging, ignore_errors=True)
-    settings = SFTSettings(epochs=spec.sft_epochs, lr=spec.sft_learning_rate, seed=spec.seed, warmup_ratio=0.0,
-                           lora=spec.lora)
+    settings = SFTSettings(epochs=spec.sft_epochs, lr=spec.sft_learning_rate, batch_size=spec.sft_batch_size,
+                           seed=spec.seed, warmup_ratio=0.0, lora=spec.lora)
     train_sft(model_dir, [*h.rows, *extra], staging, settings, source="self-SFT")
     for junk in staging.glob("checkpoint-*"):
         shutil.rmtree(junk, ignore_errors=True)

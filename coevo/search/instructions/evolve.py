@@ -130,9 +130,9 @@ class FileLog:
 
 def enqueue(ctx: RunContext, phase: str, key: str, name: str) -> None:
     """GEPA's best text is the phase's first trial: Optuna need not rediscover what GEPA measured."""
-    from coevo.search.study import open_study
+    from coevo.search.study import phase_study
 
-    study = open_study(ctx.storage, f"{ctx.inputs.config.name}.{phase}", None, None)
+    study = phase_study(ctx, phase)
     study.enqueue_trial({key: name}, skip_if_exists=True)
 
 

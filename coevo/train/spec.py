@@ -1,5 +1,5 @@
-"""`GRPOSpec`: every setting of the inner loop, as data. A search space sets a field as `train.<field>`
-(`train.mismatch.<field>` for the mismatch watch); `GRPOSpec.with_overrides` applies dotted overrides
+"""`TrainSpec`: every setting of the inner loop, as data. A search space sets a field as `train.<field>`
+(`train.mismatch.<field>` for the mismatch watch); `TrainSpec.with_overrides` applies dotted overrides
 through coevo.config, like every other config.
 
 Fields named like TRL's `GRPOConfig` options pass through unchanged; `trl` takes any other GRPOConfig
@@ -17,8 +17,8 @@ from coevo.errors import ConfigError
 from coevo.train.lora import LoraSpec
 
 
-class GRPOSpecError(ConfigError, ValueError):
-    """A GRPO spec file or override is invalid. Also a ValueError: the trainer's callers caught ValueError
+class TrainSpecError(ConfigError, ValueError):
+    """A training spec (file, config section or override) is invalid. Also a ValueError: the trainer's callers caught ValueError
     for a bad spec before this class existed."""
 
 
@@ -38,9 +38,17 @@ class MismatchSpec(BaseModel):
     """Breach when the approximate KL(rollout || trainer) per model token (k3 estimator) exceeds this."""
 
 
-class GRPOSpec(BaseModel):
-    """One inner-loop run: batch shape, TRL GRPO loss options, reward, mismatch watch, checkpoints; and the
-    weights channel's mode (coevo.train.weights): GRPO, self-SFT on verified successes, or either."""
+TRL_FIELDS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm", "loss_type",
+              "beta", "epsilon", "epsilon_high", "scale_rewards", "num_iterations", "importance_sampling_level",
+              "mask_truncated_completions", "off_policy_mask_threshold")
+"""TrainSpec fields that are TRL `GRPOConfig` options of the same name and meaning: passed through as they are
+(coevo.train.grpo.grpo_config); tests/test_grpo.py checks each is still a GRPOConfig field."""
+
+
+class TrainSpec(BaseModel):
+    """One inner-loop run, whatever trains in it: GRPO (batch shape, TRL loss options, reward, mismatch watch,
+    checkpoints), self-SFT on verified successes and its harvest, oracle replay, LoRA; and the weights
+    channel's mode (coevo.train.weights) choosing among them. (It was `GRPOSpec` until it grew past GRPO.)"""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -124,6 +132,9 @@ class GRPOSpec(BaseModel):
     """Self-SFT passes over the harvested examples."""
     sft_learning_rate: float = Field(1e-3, gt=0)
     """Self-SFT peak learning rate (cosine schedule)."""
+    sft_batch_size: int = Field(8, ge=1)
+    """Self-SFT conversations per optimizer step. A nested trial's few examples (16 at 2 epochs) get 8 steps
+    at 4 instead of 4 at 8, for the same compute."""
     replay_ratio: float = Field(0.0, ge=0)
     """Self-SFT: oracle demonstrations replayed per own success (each task's solution played under the same
     harness, tasks the model did not solve first), so that a few successes do not erase what the warm start
@@ -144,11 +155,11 @@ class GRPOSpec(BaseModel):
     """LoRA adapters (coevo.train.lora) for GRPO and self-SFT; `lora.rank` 0 (the default): full weights.
     Checkpoints stay plain model folders (adapter merged in; the adapter itself in their adapter/)."""
 
-    def with_overrides(self, overrides: dict[str, Any]) -> GRPOSpec:
+    def with_overrides(self, overrides: dict[str, Any]) -> TrainSpec:
         """A new validated spec with dotted fields replaced: {"beta": 0.01, "mismatch.action": "skip"};
         under `trl` and `lr_multipliers` the rest of the path is one key ("lr_multipliers.model.norm.weight")."""
-        data = apply_overrides(self.model_dump(), overrides, GRPOSpec, GRPOSpecError)
-        return spec_from_dict(data, source="GRPO spec with overrides")
+        data = apply_overrides(self.model_dump(), overrides, TrainSpec, TrainSpecError)
+        return spec_from_dict(data, source="training spec with overrides")
 
     @property
     def batch_size(self) -> int:
@@ -156,10 +167,10 @@ class GRPOSpec(BaseModel):
         return self.tasks_per_step * self.group_size
 
 
-def spec_from_dict(data: dict[str, Any], source: str) -> GRPOSpec:
+def spec_from_dict(data: dict[str, Any], source: str) -> TrainSpec:
     """Validate a spec mapping; errors name `source` and each bad field with what is valid."""
-    spec = validate(GRPOSpec, data, source, GRPOSpecError)
+    spec = validate(TrainSpec, data, source, TrainSpecError)
     if spec.micro_batch_size is not None and spec.batch_size % spec.micro_batch_size:
-        raise GRPOSpecError(f"{source}: micro_batch_size={spec.micro_batch_size} must divide tasks_per_step * "
+        raise TrainSpecError(f"{source}: micro_batch_size={spec.micro_batch_size} must divide tasks_per_step * "
                             f"group_size = {spec.batch_size}")
     return spec
