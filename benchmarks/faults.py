@@ -2,7 +2,7 @@
 injected, whether the run survived it (it went on or resumed, and finished), what was lost (trials,
 episodes, checkpoints, MLflow runs, traces), and the time to recover.
 
-    nice -n 5 .venv/bin/python benchmarks/faults.py [--only SUBSTRING] [--keep]
+    nice -n 5 .venv/bin/python benchmarks/faults.py [--only SUBSTRING] [--keep] [--config CONFIG]
 
 Everything is real: `coevo search`, `coevo train`, `coevo eval` and `coevo serve` in subprocesses, SIGKILL
 from outside, sandboxes (bubblewrap and docker), the verifiers of task folders written here, a PostgreSQL
@@ -18,9 +18,11 @@ the whole script to about 15 minutes on 2 busy cores. Needs root (mounts, a seco
 - recover: seconds from the fault to the first unit of work finished after it (a trial, a step, an
   episode, a served reply), restarts included; "-" where nothing needs recovering.
 
-Fault groups live in faults_runs.py (processes killed, servers restarted, disks filled) and
+Fault groups live in faults_runs.py (processes killed, servers restarted, disks filled), faults_nested.py (a
+nested search, CONFIG, default search_spaces/quickstart.yaml, SIGKILLed at seeded random points of every
+phase and resumed, against the same run straight through: it prints a table of its own too) and
 faults_episodes.py (sandboxes, verifiers, models, corrupt files), each a list of functions
-`(Env) -> list[Row]`.
+`(Env) -> list[Row]`; what they share is in fault_kit.py.
 """
 
 from __future__ import annotations
@@ -28,111 +30,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from fault_kit import QUICKSTART, REPO, Env, Row
+
 sys.path[:0] = [str(REPO / "benchmarks"), str(REPO / "tests")]  # tests/servers.py, tests/search_helpers.py
-
-
-@dataclass
-class Row:
-    fault: str
-    where: str
-    survived: bool
-    lost: str = "nothing"
-    recover_s: float | None = None
-    note: str = ""
-
-
-class Env:
-    """What the faults share: a scratch folder, a generated suite, the tiny model (built once)."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self._suite: Path | None = None
-        self._tiny: Path | None = None
-
-    def folder(self, name: str) -> Path:
-        path = self.root / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
-    @property
-    def suite(self) -> Path:
-        """A generated suite with all splits (train 38, dev 19, test 9), as the search tests use."""
-        if self._suite is None:
-            from coevo.tasks.generate import generate_suite
-
-            self._suite = self.root / "suite"
-            generate_suite(self._suite, seed=0, per_family=3)
-        return self._suite
-
-    @property
-    def tiny(self) -> Path:
-        if self._tiny is None:
-            from coevo.train.model import build_tiny_model
-
-            self._tiny = build_tiny_model(self.root / "tiny", REPO / "tasks", seed=0, prompts_dir=REPO / "prompts")
-        return self._tiny
-
-
-# -- processes ----------------------------------------------------------------------------------------
-def coevo(*args: str, log: Path, env: dict | None = None, cwd: Path = REPO) -> subprocess.Popen:
-    """`coevo ARGS` in a subprocess of its own session, its output in `log` (never a full pipe)."""
-    out = open(log, "ab")  # noqa: SIM115 - the child holds it
-    process = subprocess.Popen([sys.executable, "-m", "coevo.cli", *args], cwd=cwd, stdout=out,
-                               stderr=subprocess.STDOUT, start_new_session=True,
-                               env={**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", **(env or {})})
-    process.log = log
-    return process
-
-
-def coevo_run(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coevo.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, check=False,
-                          env={**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "COLUMNS": "300", **(env or {})})
-
-
-def sigkill(process: subprocess.Popen) -> float:
-    """SIGKILL the process group (the command and what it started); returns when it happened."""
-    import signal
-
-    at = time.monotonic()
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(30)
-    return at
-
-
-def tail(process_or_path, n: int = 2000) -> str:
-    path = Path(getattr(process_or_path, "log", process_or_path))
-    return path.read_text(errors="replace")[-n:] if path.exists() else ""
-
-
-def wait_for(condition, seconds: float, what: str, process: subprocess.Popen | None = None, every: float = 0.2):
-    """Poll `condition()` until it is truthy; a TimeoutError (or the process's exit) says what never came."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"exited {process.returncode} before {what}: {tail(process)}")
-        time.sleep(every)
-    raise TimeoutError(f"no {what} within {seconds:.0f} s")
-
-
-def no_traceback(text: str) -> bool:
-    return "Traceback (most recent call last)" not in text
-
 
 # -- the table ----------------------------------------------------------------------------------------
 def table(rows: list[Row]) -> str:
@@ -147,20 +53,23 @@ def table(rows: list[Row]) -> str:
 
 def groups():
     import faults_episodes
+    import faults_nested
     import faults_runs
 
-    return faults_runs.FAULTS + faults_episodes.FAULTS
+    return faults_runs.FAULTS + faults_nested.FAULTS + faults_episodes.FAULTS
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="Only fault groups whose function name contains this.")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder.")
+    parser.add_argument("--config", type=Path, default=QUICKSTART,
+                        help="Search config of the nested case, killed and resumed (default: %(default)s).")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("benchmarks/faults.py needs root (tmpfs mounts, a docker daemon of its own)")
     root = Path(tempfile.mkdtemp(prefix="coevo-faults-", dir="/var/tmp"))
-    env, rows, started = Env(root), [], time.perf_counter()
+    env, rows, started = Env(root, args.config.resolve()), [], time.perf_counter()
     try:
         for group in groups():
             if args.only not in group.__name__:

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from conftest import TASK_TOML, write_task
-from faults import REPO, Env, Row, coevo_run, no_traceback, wait_for
+from fault_kit import REPO, Env, Row, coevo_run, no_traceback, wait_for
 
 HARNESS = REPO / "harnesses" / "mini_bash.yaml"
 FAULTS = []

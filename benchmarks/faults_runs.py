@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from faults import REPO, Env, Row, coevo, coevo_run, no_traceback, sigkill, tail, wait_for
+from fault_kit import REPO, Env, Row, coevo, coevo_run, no_traceback, sigkill, tail, wait_for
 
 FAULTS = []
 

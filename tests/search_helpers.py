@@ -1,10 +1,19 @@
 """What the `coevo search` tests share: a small space over real harness fields and a config writer whose
-policy is the synthetic harness-sensitive oracle (coevo/policy/synthetic.py)."""
+policy is the synthetic harness-sensitive oracle (coevo/policy/synthetic.py); reading a run's stores as it
+runs; and a search SIGKILLed at seeded random points of its phases and resumed (benchmarks/faults_runs.py
+uses it too)."""
 
 from __future__ import annotations
 
+import json
+import os
+import random
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -63,22 +72,41 @@ def claim_race(url: str, contenders: int = 6, rounds: int = 10) -> list[int]:
     return winners
 
 
-def study_trials(db: Path, study: str) -> list[tuple[int, str, int]]:
-    """(number, state, intermediate values reported) per trial, read straight from the sqlite file."""
+def _query(db: Path, sql: str, args: tuple = ()) -> list[tuple]:
+    """Rows of `sql` on a run's sqlite store as it runs ([] before the search has created its tables)."""
     if not db.exists():
         return []
     for _ in range(50):
         try:
             with sqlite3.connect(db, timeout=5) as con:
-                return con.execute(
-                    "SELECT t.number, t.state, (SELECT COUNT(*) FROM trial_intermediate_values v WHERE v.trial_id"
-                    " = t.trial_id) FROM trials t JOIN studies s ON t.study_id = s.study_id WHERE s.study_name = ?"
-                    " ORDER BY t.number", (study,)).fetchall()
+                return con.execute(sql, args).fetchall()
         except sqlite3.OperationalError as e:
             if "no such table" in str(e):  # the search has not created its tables yet
                 return []
             time.sleep(0.1)  # locked by a worker's write: an empty answer here would read as trials lost
     raise TimeoutError(f"{db}: still locked after 50 tries")
+
+
+def study_trials(db: Path, study: str) -> list[tuple[int, str, int]]:
+    """(number, state, intermediate values reported) per trial, read straight from the sqlite file."""
+    return _query(db, "SELECT t.number, t.state, (SELECT COUNT(*) FROM trial_intermediate_values v WHERE v.trial_id"
+                  " = t.trial_id) FROM trials t JOIN studies s ON t.study_id = s.study_id WHERE s.study_name = ?"
+                  " ORDER BY t.number", (study,))
+
+
+def finished_trials(db: Path) -> dict[str, list[tuple]]:
+    """Study -> its finished trials in order, each (state, value, params): what a resumed run must
+    reproduce. A killed trial (FAIL) is left out; its retry takes its place."""
+    params: dict[int, dict[str, float]] = {}
+    for trial_id, name, value in _query(db, "SELECT trial_id, param_name, param_value FROM trial_params"):
+        params.setdefault(trial_id, {})[name] = value
+    studies: dict[str, list[tuple]] = {}
+    for study, trial_id, state, value in _query(
+            db, "SELECT s.study_name, t.trial_id, t.state, v.value FROM trials t JOIN studies s ON t.study_id = "
+            "s.study_id LEFT JOIN trial_values v ON v.trial_id = t.trial_id WHERE t.state IN ('COMPLETE', 'PRUNED') "
+            "ORDER BY s.study_name, t.number"):
+        studies.setdefault(study, []).append((state, value, params.get(trial_id, {})))
+    return studies
 
 
 def final_table(state) -> dict:
@@ -88,3 +116,149 @@ def final_table(state) -> dict:
     decisions = [{k: h[k] for k in ("phase", "challenger", "accepted", "gain", "wins", "losses", "ties")}
                  for h in state.history]
     return {"rows": rows, "verdict": state.verdict, "decisions": decisions}
+
+
+# -- a search killed at seeded random points and resumed ----------------------------------------------------
+ARMS = ("arm harness-only", "arm weights-only")
+
+
+def run_phase(run_dir: Path) -> str:
+    """The phase a run is in, as its state.json says: 'start' (generation 0 and its baseline, before the
+    first phase opens), a schedule phase (w0, h1, n1, ...), one of ARMS, 'test', or 'done'."""
+    for _ in range(20):  # written by rename, but a reader on another filesystem may still see it torn
+        try:
+            state = json.loads((run_dir / "state.json").read_text())
+            break
+        except FileNotFoundError:
+            return "start"
+        except json.JSONDecodeError:
+            time.sleep(0.05)
+    else:
+        raise ValueError(f"{run_dir / 'state.json'}: not JSON")
+    opened = list(state.get("phase_runs", {}))
+    if state.get("done"):
+        return "done"
+    if not opened:
+        return "start"
+    if opened[-1] == "arms":
+        return ARMS[0] if "harness-only" not in state.get("arms", {}) else ARMS[1]
+    return opened[-1]
+
+
+def running_trials(run_dir: Path) -> list[str]:
+    """'study #number' of every trial RUNNING in the run's Optuna store."""
+    return [f"{study} #{number}" for study, number in _query(
+        run_dir / "optuna.db", "SELECT s.study_name, t.number FROM trials t JOIN studies s ON t.study_id = "
+        "s.study_id WHERE t.state = 'RUNNING' ORDER BY s.study_name, t.number")]
+
+
+def search_process(args: list[str], log: Path) -> subprocess.Popen:
+    """`coevo search ARGS` in a session of its own (a kill of its group takes its sandboxes with it), its
+    output appended to `log`."""
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "coevo.cli", "search", *args], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"})
+
+
+def _log_size(run_dir: Path) -> int:
+    log = run_dir / "search.log"
+    return log.stat().st_size if log.exists() else 0
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-3000:] if log.exists() else ""
+
+
+def _kill(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(30)
+
+
+def timed_search(args: list[str], run_dir: Path, log: Path, timeout: float = 900) -> dict[str, float]:
+    """`coevo search ARGS` straight through: each phase's wall seconds as polled from state.json, in the
+    order they ran (from the run's first log line; 'done' last, 0), and 'all' (launch to exit)."""
+    process, launched, seen = search_process(args, log), time.monotonic(), {}
+    try:
+        while process.poll() is None:
+            if time.monotonic() - launched > timeout:
+                raise TimeoutError(f"coevo search {' '.join(args)}: not done in {timeout:.0f} s")
+            if _log_size(run_dir):
+                seen.setdefault(run_phase(run_dir), time.monotonic())
+            time.sleep(0.05)
+    finally:
+        if process.poll() is None:
+            _kill(process)
+    if process.returncode:
+        raise RuntimeError(f"coevo search {' '.join(args)}: exit {process.returncode}\n{_tail(log)}")
+    ended = time.monotonic()
+    seen.setdefault("done", ended)
+    marks = [*seen.items(), ("", ended)]
+    durations = {phase: round(marks[i + 1][1] - at, 2) for i, (phase, at) in enumerate(marks[:-1])}
+    return {**durations, "all": round(ended - launched, 2)}
+
+
+@dataclass
+class Kill:
+    target: str
+    """The phase the kill was aimed at."""
+    phase: str
+    """The phase state.json named at the kill (a short phase may be over when its point comes)."""
+    after_s: float
+    """Seconds after the poller saw the target phase under the live process."""
+    running: list[str]
+    """Trials RUNNING at the kill ('study #number')."""
+
+
+@dataclass
+class KilledRun:
+    kills: list[Kill]
+    wall_s: float
+    """From the first launch to the last process's exit, resumes included."""
+    returncode: int | None
+
+
+def killed_search(args: list[str], run_dir: Path, log: Path, targets: list[str], durations: dict[str, float],
+                  seed: int, fraction: tuple[float, float] = (0.1, 0.45), timeout: float = 1800) -> KilledRun:
+    """`coevo search ARGS`, SIGKILLed with its process group once per target phase, then resumed with
+    `--resume RUN_DIR` and left to finish. Each kill comes at a seeded random point: a `fraction` (drawn
+    uniformly) of the phase's straight-run wall time (`durations`, from `timed_search`) after the poller saw
+    the phase begun under a live process (one that has written to search.log since it started). A target
+    the run is past already is killed where the run is. Stops early if the run finishes first."""
+    order = [p for p in durations if p != "all"]
+    missing = [t for t in targets if t not in order]
+    if missing:
+        raise ValueError(f"targets {missing} are not phases of the straight run ({', '.join(order)})")
+
+    def rank(phase: str) -> int:  # 'start' may pass unseen in a straight run that opens w0 at once
+        return order.index(phase) if phase in order else -1
+
+    rng, kills, launched = random.Random(seed), [], time.monotonic()
+    process, size = search_process(args, log), _log_size(run_dir)
+    try:
+        for target in targets:
+            delay, since = rng.uniform(*fraction) * durations[target], None
+            while since is None or time.monotonic() - since < delay:
+                if process.poll() is not None:
+                    break
+                if time.monotonic() - launched > timeout:
+                    raise TimeoutError(f"no kill in {target} within {timeout:.0f} s")
+                phase = run_phase(run_dir)
+                if since is None and _log_size(run_dir) > size and rank(phase) >= rank(target):
+                    since = time.monotonic()
+                time.sleep(0.02)
+            if process.poll() is not None:
+                break
+            phase, running = run_phase(run_dir), running_trials(run_dir)
+            _kill(process)
+            kills.append(Kill(target, phase, round(time.monotonic() - since, 2), running))
+            size = _log_size(run_dir)
+            process = search_process(["--resume", str(run_dir)], log)
+        returncode = process.wait(max(1.0, timeout - (time.monotonic() - launched)))
+    finally:
+        if process.poll() is None:
+            _kill(process)
+    return KilledRun(kills, round(time.monotonic() - launched, 2), returncode)

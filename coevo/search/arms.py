@@ -79,12 +79,12 @@ def weights_budget(ctx: RunContext) -> int:
 
 def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
     from coevo.search.instructions.evolve import arm_instructions, widened
-    from coevo.search.study import FINISHED, optimize_until, phase_study, top_trials
+    from coevo.search.study import FINISHED, phase_study, run_trials, top_trials
 
     config, baseline, budget = ctx.inputs.config, ctx.ledger.state.baseline, harness_budget(ctx)
     if budget == 0:  # the run searched no harness: neither does its arm
         return baseline, 0
-    study = phase_study(ctx, "arm-harness", config.seed, budget)
+    study = phase_study(ctx, "arm-harness")  # its sampler is seeded per trial (run_trials): a resume stays exact
     arm_instructions(ctx, h_phases_on_g0(ctx.inputs.schedule), run_id, baseline)  # evolve keys: g0's GEPA texts
     if not study.trials:
         for phase in h_phases_on_g0(ctx.inputs.schedule):
@@ -95,7 +95,7 @@ def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
     # Seeded trials (w0's robustness pairs) were scored before any h-phase, for both arms alike: on top.
     seeded = sum("source" in t.user_attrs for t in study.get_trials(deepcopy=False))
     objective = HarnessObjective(ctx, "arm-harness", run_id, study.study_name, start=baseline)
-    optimize_until(study, budget + seeded, objective, config.grace_period, wait_for_stale=ctx.resume)
+    run_trials(ctx, study, budget + seeded, objective, config.seed)
     best = top_trials(study, 1)
     return (pair_of(best[0], ctx, "arm-harness", start=baseline) if best else baseline), budget
 

@@ -36,11 +36,11 @@ def search(
                       ] = None,
     resume: Annotated[Path | None, typer.Option(help="Resume the run in this folder (or runs/NAME) after a crash "
                                                      "or kill: finished trials and checkpoints are kept.")] = None,
-    worker: Annotated[bool, typer.Option("--worker", help="Only evaluate trials: join each h-phase of the run "
-                                                         "CONFIG names, owned by another `coevo search CONFIG` "
-                                                         "(waits for it; exits when no h-phase is left).")] = False,
-    join: Annotated[Path | None, typer.Option(help="Add this process as a worker to the h-phase that the run in "
-                                                   "this folder is in now (shared Optuna storage).")] = None,
+    worker: Annotated[bool, typer.Option("--worker", help="Only evaluate trials: join each h- and n-phase of the "
+                                                         "run CONFIG names, owned by another `coevo search CONFIG` "
+                                                         "(waits for it; exits when no such phase is left).")] = False,
+    join: Annotated[Path | None, typer.Option(help="Add this process as a worker to the h- or n-phase that the "
+                                                   "run in this folder is in now (shared Optuna storage).")] = None,
     storage: Annotated[str | None, typer.Option(help="Optuna storage, a SQLAlchemy URL: postgresql://USER@HOST/DB "
                                                      "shares one study among workers on many machines (default: "
                                                      "the config's `storage`, else sqlite in the run folder).")

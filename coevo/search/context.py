@@ -62,3 +62,24 @@ class RunContext:
         state.phase_runs[name] = run_id
         self.ledger.save()
         return run_id
+
+
+def find_checkpoint(ctx: RunContext, pair=None) -> None:
+    """Point `pair` (default: the incumbent) at its checkpoint as this machine sees the run folder
+    (state.json holds the owner's path)."""
+    from pathlib import Path
+
+    pair = pair or ctx.ledger.state.incumbent
+    if pair is None or Path(pair.checkpoint).exists():
+        return
+    parts, name = Path(pair.checkpoint).parts, ctx.run_dir.name
+    if name in parts:
+        local = ctx.run_dir.joinpath(*parts[len(parts) - parts[::-1].index(name):])
+        if local.exists():
+            pair.checkpoint = str(local)
+            return
+    from coevo.search.errors import SearchError
+
+    raise SearchError(f"{ctx.run_dir / 'state.json'}: the checkpoint {pair.checkpoint} ({pair.source}) is not "
+                      "on this machine; put the run folder on a filesystem every worker mounts (and a `model:` "
+                      "outside it at the same path on every machine)")

@@ -91,6 +91,9 @@ class HarnessObjective:
         checkpoint is never searched on)."""
         self.calls = 0
         """Trials this process ran (a `--join` worker reports it)."""
+        self.slot: int | None = None
+        """Trials finished before this one, when the caller seeds the sampler per trial (study.run_trials):
+        its label, the same for a killed trial's retry as in a straight run. None: the trial's number."""
 
     def __call__(self, trial) -> float:
         import optuna
@@ -103,7 +106,7 @@ class HarnessObjective:
         values = ctx.inputs.space.suggest(trial, ctx.inputs.space.harness_params)
         retry = retried_from(trial)
         tags = {"trial": trial.number, "study": self.study_name, **({"retry_of": retry} if retry is not None else {})}
-        label = f"{self.name} #{trial.number}"
+        label = f"{self.name} #{trial.number if self.slot is None else self.slot}"
         try:
             start = self.start or ctx.incumbent.pair
             pair, report = ctx.evaluator.evaluate(label, self.run_id, values, start.checkpoint,
@@ -117,7 +120,7 @@ class HarnessObjective:
             trial.set_user_attr("error", cause[:2000])
             ctx.log(f"{label}: failed, scored 0: {cause[:300]}")
             return 0.0
-        for key, value in {**pair.to_trial_attrs(), "episodes": report.overall.episodes}.items():
+        for key, value in {**pair.to_trial_attrs(), "episodes": report.overall.episodes, "label": label}.items():
             trial.set_user_attr(key, value)
         ctx.log(f"{label}: dev {pair.brief()}")
         return pair.score
@@ -149,4 +152,4 @@ def pair_of(trial, ctx: RunContext, phase: str, start: Pair | None = None) -> Pa
     their own source)."""
     start = start or ctx.incumbent.pair
     return Pair.from_trial(trial, ctx.inputs.space.resolve(trial.params), start.checkpoint, start.generation,
-                           f"{phase} #{trial.number}")
+                           trial.user_attrs.get("label", f"{phase} #{trial.number}"))

@@ -15,8 +15,9 @@ that learned H0's format. So here a harness is only ever scored with weights tra
    pruner, which may stop it.
 
 Each trial's adapter lives in runs/<name>/adapters/<phase>-t<k>/adapter (peft's folder over the start
-weights, published by rename), with data/ (the episodes it was trained on) and nested.json (the harness
-fingerprint it was trained under, its overrides, train values and data counts) beside it. Trials are scored
+weights, published by rename), with data/ (the episodes it was trained on), values.json (the trial's values,
+written first) and nested.json (the harness fingerprint it was trained under, its overrides, train values
+and data counts) beside it. Trials are scored
 from the adapter loaded over the resident base, with no merged folder. Only the phase's best pair is merged,
 into checkpoints/<phase> (a plain model folder with its adapter in adapter/), because everything downstream
 reads plain folders: the ratchet, which then decides on it on the promotion tasks, the final table, the
@@ -26,7 +27,13 @@ as after a w-phase.
 Resume: a killed trial is re-run by Optuna with its parameters, in the same slot (the count of trials
 finished before it: its label and its folder), so a published adapter is reused and a half-trained one is
 trained again from scratch. Each trial draws from a sampler seeded by its slot, so a resumed phase proposes
-what a straight run would (tests/test_search_nested.py kills one and compares the final tables).
+what a straight run would (tests/test_search_nested.py kills a run in every phase, six times, and
+compares its final table and trials with a straight run's).
+
+Workers (coevo/search/workers.py): the phase is open to them once its `seeded` step is recorded, after its
+start pair and GEPA's texts. A worker's trial is named by its number, in adapters/<phase>-w<number>, and
+the owner's loop counts it towards the budget, so the owner's slots skip the numbers that workers filled;
+a published adapter is reused only when it was trained under the trial's own values.
 
 Where this departs from issue 36: the inner loop is SFT only (no GRPO steps after it), and the SFT is
 scored once, after training, on each evolve batch (the pruning points are the evolve batches, not inner
@@ -54,12 +61,13 @@ ARTIFACT_BYTES = 20 << 20
 def nested_phase(ctx: RunContext, name: str, run_id: str) -> None:
     from coevo.search.harness_phase import close_phase
     from coevo.search.instructions.evolve import evolve_instructions
-    from coevo.search.study import phase_study, top_trials
+    from coevo.search.study import phase_study, run_trials, top_trials
 
     config, ledger = ctx.inputs.config, ctx.ledger
     start = ledger.memo_pair("start", lambda: ctx.incumbent.pair)
     evolve_instructions(ctx, name, run_id, start)
     study = phase_study(ctx, name)  # its sampler is set per trial (run_trials)
+    ledger.memo("seeded", lambda: {"trials": 0})  # open to workers (coevo/search/workers.py); none seeded
     objective = NestedObjective(ctx, name, run_id, study.study_name, start)
     run_trials(ctx, study, ctx.inputs.plan.trials, objective, config.seed + ctx.inputs.phases.index(name))
     top = [t for t in top_trials(study, ctx.inputs.plan.top_k) if "adapter" in t.user_attrs]
@@ -71,29 +79,17 @@ def nested_phase(ctx: RunContext, name: str, run_id: str) -> None:
     close_phase(ctx, name, run_id, study, top[0].value if top else 0.0, accepted)
 
 
-def run_trials(ctx: RunContext, study, target: int, objective, seed: int) -> None:
-    """Trials until the study holds `target` finished ones, one at a time, each proposed by a sampler seeded
-    with `seed` and the count finished before it (its slot): a resumed phase, whose killed trial is retried
-    first with its parameters, then proposes the trials a straight run would have, in the same slots."""
-    from coevo.search.study import finished, make_sampler, optimize_until
-
-    config, first = ctx.inputs.config, True
-    while (done := finished(study)) < target:
-        study.sampler = make_sampler(config.sampler, seed * 1009 + done, target)
-        objective.slot = done
-        optimize_until(study, done + 1, objective, config.grace_period, wait_for_stale=first and ctx.resume)
-        first = False
-
-
 class NestedObjective:
     """One nested trial: a harness, an adapter trained under it, the pair scored on the evolve set. A failure
     scores 0 with its cause recorded (Optuna user attr + MLflow tag), never a crash of the run."""
 
     def __init__(self, ctx: RunContext, name: str, run_id: str, study_name: str, start: Pair):
         self.ctx, self.name, self.run_id, self.study_name, self.start = ctx, name, run_id, study_name, start
-        self.slot = 0
+        self.slot: int | None = None
         """Trials finished before this one (set by `run_trials`): its label and its folder, the same for a
-        killed trial's retry and in a straight run."""
+        killed trial's retry and in a straight run. None (a worker's trial): its number, in <phase>-w<n>."""
+        self.calls = 0
+        """Trials this process ran (a worker reports it)."""
 
     def __call__(self, trial) -> float:
         import optuna
@@ -102,13 +98,16 @@ class NestedObjective:
         from coevo.search.space import split_overrides
 
         ctx = self.ctx
+        self.calls += 1
         overrides, train = split_overrides(ctx.inputs.space.suggest(trial, ctx.inputs.space.params))
-        label = f"{self.name} #{self.slot}"
+        if self.slot is None:  # a worker's trial
+            label, folder = f"{self.name} #w{trial.number}", f"{self.name}-w{trial.number}"
+        else:
+            label, folder = f"{self.name} #{self.slot}", f"{self.name}-t{self.slot}"
         trial_run = ctx.tracker.start(label, self.run_id, {"phase": self.name, "trial": trial.number,
                                                            "study": self.study_name, "nested": "1"})
         try:
-            folder = ctx.run_dir / "adapters" / f"{self.name}-t{self.slot}"
-            adapter, info = train_adapter(ctx, self.start, overrides, train, folder,
+            adapter, info = train_adapter(ctx, self.start, overrides, train, ctx.run_dir / "adapters" / folder,
                                           seed=ctx.inputs.config.seed + self.start.generation)
             record_training(ctx, trial_run, adapter, info)
             trial.set_user_attr("adapter", str(adapter))
@@ -140,13 +139,15 @@ class NestedObjective:
 def train_adapter(ctx: RunContext, start: Pair, overrides: dict[str, Any], train: dict[str, Any], folder: Path,
                   seed: int | None = None) -> tuple[Path, dict]:
     """A LoRA adapter trained from `start`'s checkpoint under the harness of `overrides`, in folder/adapter
-    (reused when already published); returns it and what it was trained on (folder/nested.json)."""
+    (reused when already published for the same overrides and train values); returns it and what it was
+    trained on (folder/nested.json)."""
     from coevo.harness.fingerprint import fingerprint
     from coevo.search.weights import train_spec
     from coevo.train.lora import LoraSpec
     from coevo.train.sft import SFTSettings, train_sft
 
     adapter, record = folder / "adapter", folder / "nested.json"
+    claim(folder, {"overrides": overrides, "train": train})
     if (adapter / "adapter_config.json").is_file() and record.is_file():
         return adapter, json.loads(record.read_text())
     spec = train_spec(ctx, train, seed=seed)
@@ -164,6 +165,21 @@ def train_adapter(ctx: RunContext, start: Pair, overrides: dict[str, Any], train
     record.write_text(json.dumps(info, indent=1) + "\n")
     staging.rename(adapter)  # a kill before this leaves only the staging folder: trained again on retry
     return adapter, info
+
+
+def claim(folder: Path, values: dict[str, Any]) -> None:
+    """Keep what `folder` holds (episodes, adapter) only when it was begun for these values, else empty it: a
+    resumed owner's slot can come back with other values when a worker took the killed trial's retry."""
+    mark, values = folder / "values.json", json.loads(json.dumps(values))
+    try:
+        if json.loads(mark.read_text()) == values:
+            return
+    except (OSError, ValueError):  # absent, or torn by a kill
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    mark.with_suffix(".tmp").write_text(json.dumps(values))
+    mark.with_suffix(".tmp").replace(mark)
 
 
 def training_rows(ctx: RunContext, model: str, harness, spec, out: Path) -> tuple[list[dict], dict]:
@@ -199,12 +215,15 @@ def record_training(ctx: RunContext, trial_run: str, adapter: Path, info: dict) 
 
 def trial_pair(ctx: RunContext, trial, start: Pair) -> Pair:
     """A finished nested trial as a Pair: its harness with its adapter."""
+    from coevo.search.context import find_checkpoint
     from coevo.search.space import split_overrides
 
     attrs = trial.user_attrs
     overrides, train = split_overrides(ctx.inputs.space.resolve(trial.params))
-    return Pair.from_trial(trial, overrides, attrs["adapter"], start.generation + 1,
+    pair = Pair.from_trial(trial, overrides, attrs["adapter"], start.generation + 1,
                            attrs.get("label", f"#{trial.number}"), train=train)
+    find_checkpoint(ctx, pair)  # a worker's adapter is recorded under its own path to the run folder
+    return pair
 
 
 def merged_best(ctx: RunContext, name: str, pair: Pair) -> Pair:

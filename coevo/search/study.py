@@ -98,7 +98,7 @@ def finished(study: optuna.Study) -> int:
 
 
 def optimize_until(study: optuna.Study, target: int, objective: Callable, grace_period: int,
-                   wait_for_stale: bool = True) -> None:
+                   wait_for_stale: bool = True, wait_for_running: bool = True) -> None:
     """Run trials until the study holds `target` finished ones.
 
     A trial left RUNNING by a killed process is retried once its heartbeat is stale; when resuming we
@@ -113,7 +113,8 @@ def optimize_until(study: optuna.Study, target: int, objective: Callable, grace_
     stop = MaxTrialsCallback(target, states=FINISHED)
     while (left := target - finished(study)) > 0:
         study.optimize(objective, n_trials=left, catch=(), gc_after_trial=False, callbacks=[stop])
-    wait_running(study, grace_period)
+    if wait_for_running:
+        wait_running(study, grace_period)
 
 
 def wait_running(study: optuna.Study, grace_period: int) -> None:
@@ -161,3 +162,18 @@ def retried_from(trial) -> int | None:
 def top_trials(study: optuna.Study, k: int) -> list[optuna.trial.FrozenTrial]:
     complete = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
     return sorted(complete, key=lambda t: (-t.value, t.number))[:k]
+
+
+def run_trials(ctx, study: optuna.Study, target: int, objective, seed: int) -> None:
+    """Trials until the study holds `target` finished ones, one at a time, each proposed by a sampler seeded
+    with `seed` and the count finished before it (its slot): a resumed phase, whose killed trial is retried
+    first with its parameters, then proposes the trials a straight run would have, in the same slots."""
+    config, first = ctx.inputs.config, True
+    while (done := finished(study)) < target:
+        study.sampler = make_sampler(config.sampler, seed * 1009 + done, target)
+        objective.slot = done
+        # Not waiting for the workers' trials after each of ours: a worker starts its next one at once.
+        optimize_until(study, done + 1, objective, config.grace_period, wait_for_stale=first and ctx.resume,
+                       wait_for_running=False)
+        first = False
+    wait_running(study, config.grace_period)

@@ -1,20 +1,25 @@
-"""Scale-out of the h-phases: one process owns the schedule, any number of workers evaluate trials.
+"""Scale-out of the searched phases (h and n): one process owns the schedule, any number of workers
+evaluate trials.
 
 The protocol is the run folder and the Optuna storage, nothing else:
 - The owner (`coevo search CONFIG`, or `--resume RUN`) holds `runs/<name>/owner.lock` (an flock) while it
-  runs, so a second owner is refused. It alone writes state.json, ends h-phases, and runs the w-phases,
+  runs, so a second owner is refused. It alone writes state.json, ends the phases, and runs the w-phases,
   the ratchet, the arms and the final table.
-- An h-phase is open to workers once state.json records its MLflow run and its `seeded` step. Its study is
-  `<name>.<phase>` in the run's storage (`storage:`, or the run folder's sqlite file).
+- An h- or n-phase is open to workers once state.json records its MLflow run and its `seeded` step (an
+  n-phase seeds no trial: the step only says that its start pair, GEPA's texts and its study are ready).
+  Its study is `<name>.<phase>` in the run's storage (`storage:`, or the run folder's sqlite file).
 - A worker (`coevo search CONFIG --worker`) waits for the run, then polls state.json. It joins each open
-  h-phase with the owner's `HarnessObjective` under `study.optimize` until the study holds the phase's
-  budget of finished trials (Optuna's MaxTrialsCallback), then waits for the next one. It exits once no
-  h-phase is left. Two workers started alike are two workers: harmless, each with its own sampler seed.
+  phase with the owner's objective (`HarnessObjective`; in an n-phase `NestedObjective`, which trains its
+  adapter in `adapters/<phase>-w<trial number>` from the phase's `start` pair) under `study.optimize`
+  until the study holds the phase's budget of finished trials (Optuna's MaxTrialsCallback), then waits
+  for the next one. It exits once no searched phase is left. Two workers started alike are two workers:
+  harmless, each with its own sampler seed.
 - The owner's phase ends when the budget is reached and no trial still runs. A killed process's trial
   stops beating, goes stale after `grace_period`, and is re-run with the same parameters by whoever asks
   for the next trial (RetryHeartbeatStaleTrialCallback in coevo/search/study.py).
-- A worker finds the incumbent's checkpoint through state.json; when the owner's path to it does not exist
-  on the worker's machine, it is looked up under the worker's own path to the run folder.
+- A worker finds the incumbent's (and an n-phase's start) checkpoint through state.json; when the owner's
+  path to it does not exist on the worker's machine, it is looked up under the worker's own path to the
+  run folder.
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ from typing import Any
 from coevo.search.context import RunContext
 from coevo.search.errors import SearchError
 from coevo.search.schedule import Kind, Phase
-from coevo.search.state import RunState, load_state
+from coevo.search.state import Pair, RunState, load_state
 
 POLL_SECONDS = 2.0
 """How often a waiting worker reads state.json."""
 ME = f"{socket.gethostname()}:{os.getpid()}"
 """This process, as the `worker` user attr of its trials and in the owner lock."""
+SEARCHED = (Kind.H, Kind.N)
+"""The phases whose trials workers run."""
 
 
 @contextmanager
@@ -63,9 +70,9 @@ def owner_lock(run_dir: Path) -> Iterator[None]:
 
 
 def open_phase(state: RunState, phases: list[Phase]) -> str | None:
-    """The h-phase the owner runs now, once its study is ready for workers."""
+    """The h- or n-phase the owner runs now, once its study is ready for workers."""
     phase = phases[state.phases_done] if state.phases_done < len(phases) else None
-    if (phase and phase.kind is Kind.H and phase.name in state.phase_runs
+    if (phase and phase.kind in SEARCHED and phase.name in state.phase_runs
             and state.step("seeded") is not None):
         return phase.name
     return None
@@ -84,7 +91,7 @@ def run_config(folder: Path, **overrides: Any):
 
 def run_worker(folder: Path, overrides: dict[str, Any], log: Callable[[str], None] | None = None) -> int:
     """`coevo search CONFIG --worker`: wait for the owner to start the run in `folder`, then evaluate trials
-    of each of its h-phases until none is left. Returns the number of trials this worker ran."""
+    of each of its h- and n-phases until none is left. Returns the number of trials this worker ran."""
     from coevo.search.run import Search
 
     log = log or logging.getLogger(__name__).info
@@ -96,7 +103,7 @@ def run_worker(folder: Path, overrides: dict[str, Any], log: Callable[[str], Non
     ctx, served, ran = search.ctx, set(), 0
     while True:
         ctx.ledger.state = state = load_state(ctx.ledger.path)
-        if state.done or not any(p.kind is Kind.H for p in ctx.inputs.schedule[state.phases_done:]):
+        if state.done or not any(p.kind in SEARCHED for p in ctx.inputs.schedule[state.phases_done:]):
             return ran
         name = open_phase(state, ctx.inputs.schedule)
         if name is None or name in served:
@@ -108,29 +115,37 @@ def run_worker(folder: Path, overrides: dict[str, Any], log: Callable[[str], Non
 
 
 def join_current(ctx: RunContext) -> int:
-    """`coevo search --join RUN`: one more worker for the h-phase the owner runs now, and only that one."""
+    """`coevo search --join RUN`: one more worker for the h- or n-phase the owner runs now, and only that
+    one."""
     state = ctx.ledger.state
     name = open_phase(state, ctx.inputs.schedule)
     if name is None:
         following = ctx.inputs.phases[state.phases_done:] or ["the test table"]
-        raise SearchError(f"{ctx.run_dir}: the search is not in a harness phase now (next: {following[0]}); "
-                          "join while `coevo search` runs an h-phase, or start `coevo search CONFIG --worker`, "
+        raise SearchError(f"{ctx.run_dir}: the search is not in a searched phase now (next: {following[0]}); "
+                          "join while `coevo search` runs an h- or n-phase, or start `coevo search CONFIG --worker`, "
                           "which waits for each one")
     return join_phase(ctx, name)
 
 
 def join_phase(ctx: RunContext, name: str) -> int:
-    """Run trials of the owner's h-phase `name` until its study holds the phase's budget."""
+    """Run trials of the owner's h- or n-phase `name` until its study holds the phase's budget."""
+    from coevo.search.context import find_checkpoint
     from coevo.search.harness_phase import HarnessObjective
     from coevo.search.instructions.evolve import evolve_instructions
+    from coevo.search.nested import NestedObjective
     from coevo.search.study import optimize_until, phase_study
 
     state, config, plan = ctx.ledger.state, ctx.inputs.config, ctx.inputs.plan
+    run_id, kind = state.phase_runs[name], next(p.kind for p in ctx.inputs.schedule if p.name == name)
     find_checkpoint(ctx)
-    evolve_instructions(ctx, name, state.phase_runs[name])  # the choices of GEPA's texts, saved by the owner
+    start = Pair.model_validate(state.step("start").data["pair"]) if kind is Kind.N else None
+    if start is not None:
+        find_checkpoint(ctx, start)
+    evolve_instructions(ctx, name, run_id, start)  # the choices of GEPA's texts, saved by the owner
     # A seed of its own: workers sharing the config's seed would propose the same first harnesses.
     study = phase_study(ctx, name, config.seed + zlib.crc32(ME.encode()), plan.trials)
-    objective = HarnessObjective(ctx, name, state.phase_runs[name], study.study_name)
+    objective = (NestedObjective(ctx, name, run_id, study.study_name, start) if start is not None
+                 else HarnessObjective(ctx, name, run_id, study.study_name))
 
     def signed(trial) -> float:
         trial.set_user_attr("worker", ME)
@@ -139,20 +154,3 @@ def join_phase(ctx: RunContext, name: str) -> int:
     target = plan.trials + state.step("seeded").data["trials"]
     optimize_until(study, target, signed, config.grace_period, wait_for_stale=False)
     return objective.calls
-
-
-def find_checkpoint(ctx: RunContext) -> None:
-    """Point the incumbent at its checkpoint as this machine sees the run folder (state.json holds the
-    owner's path)."""
-    pair = ctx.ledger.state.incumbent
-    if pair is None or Path(pair.checkpoint).exists():
-        return
-    parts, name = Path(pair.checkpoint).parts, ctx.run_dir.name
-    if name in parts:
-        local = ctx.run_dir.joinpath(*parts[len(parts) - parts[::-1].index(name):])
-        if local.exists():
-            pair.checkpoint = str(local)
-            return
-    raise SearchError(f"{ctx.run_dir / 'state.json'}: the incumbent's checkpoint {pair.checkpoint} is not on "
-                      "this machine; put the run folder on a filesystem every worker mounts (and a `model:` "
-                      "outside it at the same path on every machine)")
