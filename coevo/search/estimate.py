@@ -57,9 +57,8 @@ def estimate(c) -> tuple[list[Part], str]:
                          f"reward {traj.reward} ({traj.error or 'the harness cannot play the solution'})")
     params = model_params(c.config.model)
     backend = (c.config.policy or {}).get("backend", "hf")
-    limits = c.base.limits
-    generation = 0.0 if backend in NO_MODEL else GEN_S_PER_TOKEN * params / 1e8 * limits.max_turns * \
-        limits.max_tokens_per_turn
+    turns, tokens = turn_budget(c.base)
+    generation = 0.0 if backend in NO_MODEL else GEN_S_PER_TOKEN * params / 1e8 * turns * tokens
     parts, skipped = estimate_parts(c)
     epochs = float(c.config.train.get("sft_epochs", 2.0))
     for p in parts:
@@ -68,8 +67,18 @@ def estimate(c) -> tuple[list[Part], str]:
     total = sum(p.seconds for p in parts)
     left_out = f"; not estimated: {', '.join(skipped)}" if skipped else ""
     return parts, (f"one oracle episode ({task.name}) took {oracle_s:.1f}s; a model episode ~{oracle_s + generation:.1f}s "
-            f"({params / 1e6:.1f}M parameters, {limits.max_turns} turns x {limits.max_tokens_per_turn} tokens); "
+            f"({params / 1e6:.1f}M parameters, {turns} turns x {tokens} tokens); "
             f"estimated total ~{total / 60:.1f} min serial{left_out} (an estimate, table below)")
+
+
+def turn_budget(harness) -> tuple[int, int]:
+    """(turns, tokens per turn) of an episode at its limits: coevo's own harnesses' `limits`, a native
+    agent's step limit (0, unlimited, is priced as 10 steps) and its decoding's max_tokens."""
+    from coevo.native.spec import is_native
+
+    if is_native(harness):
+        return int(harness.agent_settings.get("step_limit") or 10), harness.decoding.max_tokens
+    return harness.limits.max_turns, harness.limits.max_tokens_per_turn
 
 
 def oracle_tokenizer(c):
@@ -103,7 +112,9 @@ def estimate_parts(c) -> tuple[list[Part], list[str]]:
     parts, skipped = [], [p.name for p in phases if p.kind in (Kind.W0, Kind.W)]
     for p in phases:
         if p.kind is Kind.H:
-            parts.append(Part(f"{p.name}: {plan.trials} trials x {plan.dev_tasks} dev", model=evolve + gepa))
+            reflective = f" + {gepa} GEPA episodes" if gepa else ""
+            parts.append(Part(f"{p.name}: {plan.trials} trials x {plan.dev_tasks} dev{reflective}",
+                              model=evolve + gepa))
         elif p.kind is Kind.N:
             parts.append(Part(f"{p.name}: {plan.trials} trials x ({plan.dev_tasks} dev + {replays} replays + "
                               "1 training)", model=evolve + plan.trials * harvest,
@@ -115,7 +126,8 @@ def estimate_parts(c) -> tuple[list[Part], list[str]]:
                           model=searched * plan.dev_tasks * plan.samples))
         if n_phases:
             trainings = n_phases * plan.trials
-            parts.append(Part(f"arm weights-only: {trainings} trainings x {config.splits.promotion} promotion", model=trainings * (harvest + config.splits.promotion * plan.samples),
+            parts.append(Part(f"arm weights-only: {trainings} trainings x {config.splits.promotion} promotion",
+                              model=trainings * (harvest + config.splits.promotion * plan.samples),
                               oracle=trainings * replays, trainings=trainings, examples=replays))
         decisions += 2
     parts.append(Part(f"promotion: {decisions} decisions x 2 x {config.splits.promotion}",

@@ -93,7 +93,8 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Train
                       "are whole: make room and continue with --resume") from e
     finally:
         bar.close()
-        ckpt.clear_staging(out_dir)
+        if trainer.is_world_process_zero():  # rank 0 may still be publishing when another rank gets here
+            ckpt.clear_staging(out_dir)
         if "mlflow" in trainer.args.report_to:
             _close_mlflow(trainer, caller_run, failed)
     return _result(out_dir, ckpt.last_checkpoint(out_dir), trainer.state.global_step, resumed_from)
@@ -102,7 +103,8 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Train
 def _start_point(out_dir: Path, resume: bool) -> Path | None:
     from coevo.train import checkpoint as ckpt
 
-    ckpt.clear_staging(out_dir)
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun only rank 0 writes the run folder
+        ckpt.clear_staging(out_dir)
     last = ckpt.last_checkpoint(out_dir)
     if last is not None and not resume:
         raise ValueError(f"{out_dir}: holds checkpoints (newest {last.name}); pass resume=True (--resume) to "
