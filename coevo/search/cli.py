@@ -97,7 +97,8 @@ def search(
         with owner_lock(cfg.run_dir):
             search_run = Search(cfg, resume=resume is not None)
             try:
-                state = search_run.run()
+                with logs.library_bars_off():  # no tqdm bar per model load or dataset map between our lines
+                    state = search_run.run()
             except Exception as e:  # noqa: BLE001 - mid-run, any cause: keep the traceback, say how to go on
                 fail(crash_report(e, cfg.run_dir))
     except (CoevoError, ValueError, OSError) as e:

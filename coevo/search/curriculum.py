@@ -46,32 +46,35 @@ def solved(ctx: RunContext) -> list:
 
 def refresh(ctx: RunContext, name: str, run_id: str, retiring: list) -> None:
     """Retire `retiring` and refill with fresh instances of their families (a resumable step)."""
+    ctx.ledger.memo("refreshed", lambda: _refresh(ctx, name, run_id, retiring))
+    restore(ctx)
+
+
+def _refresh(ctx: RunContext, name: str, run_id: str, retiring: list) -> dict:
     from coevo.tasks.generate import generated_manifest
 
     ledger, config = ctx.ledger, ctx.inputs.config
-    if ledger.step("refreshed") is None:
-        manifest = generated_manifest(config.tasks)
-        record = {"generation": ledger.generation, "phase": name, "retired": sorted(t.name for t in retiring),
-                  "added": [], "folder": None}
-        if retiring and manifest is not None:
-            folder = f"splits/evolve-g{ledger.generation}-{name}"
-            families = sorted({t.family for t in retiring})
-            taken = {t.instruction for t in [*current(ctx), *ctx.inputs.promotion, *ctx.inputs.test,
-                                             *ctx.inputs.held_out, *ctx.inputs.train]}
-            seed = int(manifest["seed"]) + EVOLVE_OFFSET + 100 * ledger.generation + config.seed
-            added = draw_fresh(config.tasks, ctx.run_dir / folder, len(retiring), seed, families, taken, "dev",
-                               f"evolve{ledger.generation}")
-            record.update(added=sorted(t.name for t in added), folder=folder)
-        elif retiring:
-            ctx.log(f"{name}: {config.tasks} was not written by `coevo tasks generate`: nothing to refill with, "
-                    "the evolve set keeps its solved tasks")
-            record["retired"] = []
-        ledger.state.curriculum.append(record)
-        ledger.done_step("refreshed", retired=len(record["retired"]), added=len(record["added"]))
-        ctx.tracker.metrics(run_id, {"curriculum/retired": len(record["retired"]),
-                                     "curriculum/added": len(record["added"])}, step=ledger.generation)
-        ctx.tracker.text(run_id, "\n".join(["retired:", *record["retired"], "added:", *record["added"]]) + "\n",
-                         "curriculum.txt")
-        ctx.log(f"{name}: curriculum: retired {len(record['retired'])} solved evolve task(s), added "
-                f"{len(record['added'])} fresh instance(s) of their families")
-    restore(ctx)
+    manifest = generated_manifest(config.tasks)
+    record = {"generation": ledger.generation, "phase": name, "retired": sorted(t.name for t in retiring),
+              "added": [], "folder": None}
+    if retiring and manifest is not None:
+        folder = f"splits/evolve-g{ledger.generation}-{name}"
+        families = sorted({t.family for t in retiring})
+        taken = {t.instruction for t in [*current(ctx), *ctx.inputs.promotion, *ctx.inputs.test,
+                                         *ctx.inputs.held_out, *ctx.inputs.train]}
+        seed = int(manifest["seed"]) + EVOLVE_OFFSET + 100 * ledger.generation + config.seed
+        added = draw_fresh(config.tasks, ctx.run_dir / folder, len(retiring), seed, families, taken, "dev",
+                           f"evolve{ledger.generation}")
+        record.update(added=sorted(t.name for t in added), folder=folder)
+    elif retiring:
+        ctx.log(f"{name}: {config.tasks} was not written by `coevo tasks generate`: nothing to refill with, "
+                "the evolve set keeps its solved tasks")
+        record["retired"] = []
+    ledger.state.curriculum.append(record)  # saved with the step's record, by memo
+    ctx.tracker.metrics(run_id, {"curriculum/retired": len(record["retired"]),
+                                 "curriculum/added": len(record["added"])}, step=ledger.generation)
+    ctx.tracker.text(run_id, "\n".join(["retired:", *record["retired"], "added:", *record["added"]]) + "\n",
+                     "curriculum.txt")
+    ctx.log(f"{name}: curriculum: retired {len(record['retired'])} solved evolve task(s), added "
+            f"{len(record['added'])} fresh instance(s) of their families")
+    return {"retired": len(record["retired"]), "added": len(record["added"])}

@@ -206,17 +206,15 @@ class Ledger:
     def step(self, key: str) -> Step | None:
         return self.state.step(key)
 
-    def done_step(self, key: str, **data: Any) -> Step:
-        step = Step(key=key, data=data)
-        self.state.steps.append(step)
-        self.save()
-        return step
-
     def memo(self, key: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """A resumable step of the current phase: the data `key` finished with, or else `compute()`'s,
         recorded (and saved) before it is returned, so a resumed phase never does the step twice."""
         done = self.step(key)
-        return done.data if done is not None else self.done_step(key, **compute()).data
+        if done is None:
+            done = Step(key=key, data=compute())
+            self.state.steps.append(done)
+            self.save()
+        return done.data
 
     def memo_pair(self, key: str, compute: Callable[[], Pair]) -> Pair:
         """`memo` of a step whose result is one pair (kept in state.json as the step's `pair`)."""

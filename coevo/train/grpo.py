@@ -124,7 +124,6 @@ def training_harness(harness, spec: TrainSpec):
 
 def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: TrainSpec,
                   sandboxes: tuple[str, dict[str, str] | None] = ("local", None)):
-    import warnings
 
     import torch
     from datasets import Dataset
@@ -136,8 +135,6 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
     from coevo.train.grpo_log import StepLog, TimeBudget
     from coevo.train.grpo_rollout import GRPORollout
 
-    # TRL 1.16 calls a transformers 5 method that warns of its own deprecation on every step.
-    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"

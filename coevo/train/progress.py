@@ -66,6 +66,10 @@ def _short(value) -> str:
 
 def show_progress(trainer, description: str) -> TrainProgress:
     """Swap the Trainer's console callbacks (PrinterCallback or tqdm's ProgressCallback) for a TrainProgress."""
+    import warnings
+
+    # TRL 1.16 calls a transformers 5 method that warns of its own deprecation on every training.
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     callback = TrainProgress(description)
