@@ -68,7 +68,9 @@ def _score_row(ctx: RunContext, run_id: str, row: str, pair: Pair) -> None:
     same = next((r for r, v in state.test.items() if v["key"] == key and r != row), None)
     if row not in state.test:
         if same is not None:
-            state.test[row] = {**state.test[same], "same_as": same}
+            # the row keeps its own name for the pair: H* on g0 is "n1 #0" even when the harness-only arm
+            # drew the same harness first and was scored under its own name
+            state.test[row] = {**state.test[same], "source": pair.source, "same_as": same}
         else:
             scored, report = ctx.evaluator.evaluate(f"test {row}", run_id, pair.overrides, pair.checkpoint,
                                                     pair.generation, pair.source, task_batches=[inputs.test],

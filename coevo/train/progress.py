@@ -9,10 +9,15 @@ summary is one INFO line. Under -q there is no bar.
 from __future__ import annotations
 
 import logging
+import warnings
 
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 log = logging.getLogger(__name__)
+
+# TRL 1.16 calls a transformers 5 method that warns of its own deprecation when a trainer is built: set
+# here, on import, because both trainers import this module before they build one.
+warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
 class TrainProgress(TrainerCallback):
@@ -66,10 +71,6 @@ def _short(value) -> str:
 
 def show_progress(trainer, description: str) -> TrainProgress:
     """Swap the Trainer's console callbacks (PrinterCallback or tqdm's ProgressCallback) for a TrainProgress."""
-    import warnings
-
-    # TRL 1.16 calls a transformers 5 method that warns of its own deprecation on every training.
-    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     callback = TrainProgress(description)
