@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 from coevo.search.evaluator import Evaluator
 from coevo.search.inputs import Inputs
@@ -67,8 +68,6 @@ class RunContext:
 def find_checkpoint(ctx: RunContext, pair=None) -> None:
     """Point `pair` (default: the incumbent) at its checkpoint as this machine sees the run folder
     (state.json holds the owner's path)."""
-    from pathlib import Path
-
     pair = pair or ctx.ledger.state.incumbent
     if pair is None or Path(pair.checkpoint).exists():
         return

@@ -24,6 +24,11 @@ class Kind(StrEnum):
     W = "w"
     N = "n"
 
+    @property
+    def searched(self) -> bool:
+        """Its trials are Optuna trials that workers may run (h- and n-phases)."""
+        return self in (Kind.H, Kind.N)
+
 
 KINDS = {Kind.W0: "warm start (SFT on oracle episodes)", Kind.H: "harness search (Optuna, dev split)",
          Kind.W: "weights (GRPO, train split)",

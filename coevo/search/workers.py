@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from coevo.search.context import RunContext
+from coevo.search.context import RunContext, find_checkpoint
 from coevo.search.errors import SearchError
 from coevo.search.schedule import Kind, Phase
 from coevo.search.state import Pair, RunState, load_state
@@ -43,8 +43,6 @@ POLL_SECONDS = 2.0
 """How often a waiting worker reads state.json."""
 ME = f"{socket.gethostname()}:{os.getpid()}"
 """This process, as the `worker` user attr of its trials and in the owner lock."""
-SEARCHED = (Kind.H, Kind.N)
-"""The phases whose trials workers run."""
 
 
 @contextmanager
@@ -72,7 +70,7 @@ def owner_lock(run_dir: Path) -> Iterator[None]:
 def open_phase(state: RunState, phases: list[Phase]) -> str | None:
     """The h- or n-phase the owner runs now, once its study is ready for workers."""
     phase = phases[state.phases_done] if state.phases_done < len(phases) else None
-    if (phase and phase.kind in SEARCHED and phase.name in state.phase_runs
+    if (phase and phase.kind.searched and phase.name in state.phase_runs
             and state.step("seeded") is not None):
         return phase.name
     return None
@@ -103,7 +101,7 @@ def run_worker(folder: Path, overrides: dict[str, Any], log: Callable[[str], Non
     ctx, served, ran = search.ctx, set(), 0
     while True:
         ctx.ledger.state = state = load_state(ctx.ledger.path)
-        if state.done or not any(p.kind in SEARCHED for p in ctx.inputs.schedule[state.phases_done:]):
+        if state.done or not any(p.kind.searched for p in ctx.inputs.schedule[state.phases_done:]):
             return ran
         name = open_phase(state, ctx.inputs.schedule)
         if name is None or name in served:
@@ -129,7 +127,6 @@ def join_current(ctx: RunContext) -> int:
 
 def join_phase(ctx: RunContext, name: str) -> int:
     """Run trials of the owner's h- or n-phase `name` until its study holds the phase's budget."""
-    from coevo.search.context import find_checkpoint
     from coevo.search.harness_phase import HarnessObjective
     from coevo.search.instructions.evolve import evolve_instructions
     from coevo.search.nested import NestedObjective
