@@ -37,6 +37,9 @@ class Plan(BaseModel):
     """GRPO runs per w-phase when the space has train.* keys (1: the config's options only)."""
     grpo_steps: int | None = Field(None, ge=1)
     """GRPO optimizer steps per w-phase."""
+    inner_grpo_steps: int | None = Field(None, ge=0)
+    """GRPO optimizer steps in each nested trial (and each weights-arm training) after its LoRA SFT, on the
+    same adapter under the trial's harness (coevo/search/inner.py); 0: SFT only."""
     warmstart_epochs: float | None = Field(None, gt=0)
     """SFT passes over the oracle conversations in w0."""
     warmstart_harnesses: int | None = Field(None, ge=0)
@@ -221,6 +224,7 @@ def make_plan(config: SearchConfig, n_train: int, n_dev: int, n_test: int, n_tra
         trials=max(3, round(6 * b)),
         train_trials=max(1, round(2 * b)) if n_train_params else 1,
         grpo_steps=max(2, round(6 * b)),
+        inner_grpo_steps=0,
         warmstart_epochs=max(1.0, round(4 * b, 1)),
         warmstart_augment=round(default_augment(config.tasks) * b),
         warmstart_harnesses=round(4 * b),

@@ -94,7 +94,8 @@ def oracle_tokenizer(c):
 
 def estimate_parts(c) -> tuple[list[Part], list[str]]:
     """What the schedule runs, counted from the plan: every phase's episodes and LoRA trainings, the fair arms,
-    the ratchet's promotion scores and the final table. GRPO (w-phases) and the warm start are not counted."""
+    the ratchet's promotion scores and the final table. GRPO updates (w-phases; a nested trial's episodes are
+counted) and the warm start are not counted."""
     from coevo.search.config import make_plan
     from coevo.search.instructions.spec import EvolveParam
     from coevo.search.schedule import Kind, count, parse_phases
@@ -108,6 +109,8 @@ def estimate_parts(c) -> tuple[list[Part], list[str]]:
     replays = min(plan.train_tasks, train.get("replay_min") or plan.train_tasks)  # no own success assumed
     harvest = plan.train_tasks * train.get("harvest_samples", 4) if train.get("mode", "rl") != "rl" else 0
     evolve = plan.trials * plan.dev_tasks * plan.samples
+    grpo = (plan.inner_grpo_steps or 0) * train.get("tasks_per_step", 4) * train.get("group_size", 4)
+    inner = f" + {plan.inner_grpo_steps} GRPO steps" if grpo else ""  # episodes counted, updates not
     gepa = sum(p.evolve.budget for p in c.space.params if isinstance(p, EvolveParam)) if c.space else 0
     parts, skipped = [], [p.name for p in phases if p.kind in (Kind.W0, Kind.W)]
     for p in phases:
@@ -117,7 +120,7 @@ def estimate_parts(c) -> tuple[list[Part], list[str]]:
                               model=evolve + gepa))
         elif p.kind is Kind.N:
             parts.append(Part(f"{p.name}: {plan.trials} trials x ({plan.dev_tasks} dev + {replays} replays + "
-                              "1 training)", model=evolve + plan.trials * harvest,
+                              f"1 training{inner})", model=evolve + plan.trials * (harvest + grpo),
                               oracle=plan.trials * replays, trainings=plan.trials, examples=replays))
     decisions = count(phases, Kind.H) + 2 * count(phases, Kind.W) + n_phases
     if config.arms:
@@ -126,8 +129,8 @@ def estimate_parts(c) -> tuple[list[Part], list[str]]:
                           model=searched * plan.dev_tasks * plan.samples))
         if n_phases:
             trainings = n_phases * plan.trials
-            parts.append(Part(f"arm weights-only: {trainings} trainings x {config.splits.promotion} promotion",
-                              model=trainings * (harvest + config.splits.promotion * plan.samples),
+            parts.append(Part(f"arm weights-only: {trainings} trainings{inner} x {config.splits.promotion} "
+                              "promotion", model=trainings * (harvest + grpo + config.splits.promotion * plan.samples),
                               oracle=trainings * replays, trainings=trainings, examples=replays))
         decisions += 2
     parts.append(Part(f"promotion: {decisions} decisions x 2 x {config.splits.promotion}",

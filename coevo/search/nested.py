@@ -10,14 +10,14 @@ that learned H0's format. So here a harness is only ever scored with weights tra
    under H (the harvest: matched to H by fingerprint, token in / token out);
 3. trains a LoRA adapter by SFT from the phase's start weights (the incumbent's checkpoint when the phase
    began; `train.lora`, rank 8 when the config trains full weights, `train.sft_epochs`,
-   `train.sft_learning_rate`, one seed for every trial so that only H differs);
+   `train.sft_learning_rate`, one seed for every trial so that only H differs), then, with
+   `plan.inner_grpo_steps` > 0, goes on training that adapter by GRPO under H on the train tasks
+   (coevo/search/inner.py: the inner loop, its folder layout and its resume);
 4. scores the pair (H, adapter) on the evolve set batch by batch, reporting after each batch to Optuna's
    pruner, which may stop it.
 
 Each trial's adapter lives in runs/<name>/adapters/<phase>-t<k>/adapter (peft's folder over the start
-weights, published by rename), with data/ (the episodes it was trained on), values.json (the trial's values,
-written first) and nested.json (the harness fingerprint it was trained under, its overrides, train values
-and data counts) beside it. Trials are scored
+weights, published by rename), beside what it was trained on (coevo/search/inner.py). Trials are scored
 from the adapter loaded over the resident base, with no merged folder. Only the phase's best pair is merged,
 into checkpoints/<phase> (a plain model folder with its adapter in adapter/), because everything downstream
 reads plain folders: the ratchet, which then decides on it on the promotion tasks, the final table, the
@@ -25,8 +25,8 @@ next phases and `coevo export`. The merged folder becomes the next generation's 
 as after a w-phase.
 
 Resume: a killed trial is re-run by Optuna with its parameters, in the same slot (the count of trials
-finished before it: its label and its folder), so a published adapter is reused and a half-trained one is
-trained again from scratch. Each trial draws from a sampler seeded by its slot, so a resumed phase proposes
+finished before it: its label and its folder), so a published adapter is reused, a half-done SFT is
+trained again from scratch and a GRPO run continues from its last checkpoint. Each trial draws from a sampler seeded by its slot, so a resumed phase proposes
 what a straight run would (tests/test_search_nested.py kills a run in every phase, six times, and
 compares its final table and trials with a straight run's).
 
@@ -35,27 +35,20 @@ start pair and GEPA's texts. A worker's trial is named by its number, in adapter
 the owner's loop counts it towards the budget, so the owner's slots skip the numbers that workers filled;
 a published adapter is reused only when it was trained under the trial's own values.
 
-Where this departs from issue 36: the inner loop is SFT only (no GRPO steps after it), and the SFT is
-scored once, after training, on each evolve batch (the pruning points are the evolve batches, not inner
-steps); no trial starts from an earlier trial's adapter (no PBT); and adapters are merged for the
-best pair of a phase rather than only on `coevo export`.
+Where this departs from issue 36: a trial is scored once, after its whole inner loop, on each evolve batch
+(the pruning points are the evolve batches, not inner steps); no trial starts from an earlier trial's
+adapter (no PBT); and adapters are merged for the best pair of a phase rather than only on `coevo export`.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-from pathlib import Path
 from typing import Any
 
 from coevo.search.context import RunContext
+from coevo.search.inner import record_training, train_adapter
 from coevo.search.ratchet import Candidate
 from coevo.search.state import Budget, Pair
-
-LORA_RANK = 8
-"""The adapter rank of nested trials when `train.lora.rank` is 0 (a trial's weights are always an adapter)."""
-ARTIFACT_BYTES = 20 << 20
-"""An adapter folder up to this size is also logged to MLflow as an artifact of its trial."""
 
 
 def nested_phase(ctx: RunContext, name: str, run_id: str) -> None:
@@ -134,83 +127,6 @@ class NestedObjective:
         ctx.log(f"{label}: dev {pair.brief()} ({info['oracle_examples']} oracle + {info['own_examples']} own "
                 "examples)")
         return pair.score
-
-
-def train_adapter(ctx: RunContext, start: Pair, overrides: dict[str, Any], train: dict[str, Any], folder: Path,
-                  seed: int | None = None) -> tuple[Path, dict]:
-    """A LoRA adapter trained from `start`'s checkpoint under the harness of `overrides`, in folder/adapter
-    (reused when already published for the same overrides and train values); returns it and what it was
-    trained on (folder/nested.json)."""
-    from coevo.harness.fingerprint import fingerprint
-    from coevo.search.weights import train_spec
-    from coevo.train.lora import LoraSpec
-    from coevo.train.sft import SFTSettings, train_sft
-
-    adapter, record = folder / "adapter", folder / "nested.json"
-    claim(folder, {"overrides": overrides, "train": train})
-    if (adapter / "adapter_config.json").is_file() and record.is_file():
-        return adapter, json.loads(record.read_text())
-    spec = train_spec(ctx, train, seed=seed)
-    harness = ctx.inputs.harness(overrides)
-    rows, numbers = training_rows(ctx, start.checkpoint, harness, spec, folder / "data")
-    lora = spec.lora if spec.lora.enabled else LoraSpec(rank=LORA_RANK)
-    staging = folder / "adapter.staging"
-    shutil.rmtree(staging, ignore_errors=True)
-    train_sft(Path(start.checkpoint), rows, staging, SFTSettings(
-        epochs=spec.sft_epochs, lr=spec.sft_learning_rate, batch_size=spec.sft_batch_size, seed=spec.seed,
-        warmup_ratio=0.0, lora=lora),
-        source=f"nested trial under {harness.name}", merged=False)
-    info = {"harness_fingerprint": fingerprint(harness), "overrides": overrides, "train": train,
-            "base": start.checkpoint, "seed": spec.seed, "lora": lora.model_dump(), **numbers}
-    record.write_text(json.dumps(info, indent=1) + "\n")
-    staging.rename(adapter)  # a kill before this leaves only the staging folder: trained again on retry
-    return adapter, info
-
-
-def claim(folder: Path, values: dict[str, Any]) -> None:
-    """Keep what `folder` holds (episodes, adapter) only when it was begun for these values, else empty it: a
-    resumed owner's slot can come back with other values when a worker took the killed trial's retry."""
-    mark, values = folder / "values.json", json.loads(json.dumps(values))
-    try:
-        if json.loads(mark.read_text()) == values:
-            return
-    except (OSError, ValueError):  # absent, or torn by a kill
-        pass
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    mark.with_suffix(".tmp").write_text(json.dumps(values))
-    mark.with_suffix(".tmp").replace(mark)
-
-
-def training_rows(ctx: RunContext, model: str, harness, spec, out: Path) -> tuple[list[dict], dict]:
-    """Token rows rendered under `harness`: the model's own verified successes (sft and auto modes) and the
-    train tasks' oracle episodes that pass; both sets of episodes are kept in `out` for a resumed trial."""
-    from coevo.train.harvest import Harvest
-    from coevo.train.replay import replay
-    from coevo.train.weights import sample_harvest
-
-    tasks, backend = ctx.inputs.train, ctx.inputs.config.sandbox
-    out.mkdir(parents=True, exist_ok=True)
-    own = sample_harvest(Path(model), harness, tasks, spec, out, backend, None) if spec.mode != "rl" else Harvest()
-    demos = replay(Path(model), harness, tasks, own.never, len(own.rows), spec.replay_ratio, out, spec.seed,
-                   backend, None, spec.replay_min or len(tasks))
-    rows = [*own.rows, *demos.rows]
-    if not rows:
-        raise ValueError(f"no training data under {harness.name}: no own verified success, and none of "
-                         f"{len(demos.left_out)} oracle episodes passed under this harness")
-    return rows, {"own_examples": len(own.rows), "oracle_examples": len(demos.rows),
-                  "oracle_left_out": len(demos.left_out)}
-
-
-def record_training(ctx: RunContext, trial_run: str, adapter: Path, info: dict) -> None:
-    """The trial's training in MLflow: params, the fingerprint it was trained under, the adapter's path
-    (and the adapter itself when small), and its data counts."""
-    ctx.tracker.params(trial_run, {**info["overrides"], **{f"train.{k}": v for k, v in info["train"].items()},
-                                   "lora.rank": info["lora"]["rank"], "base": info["base"], "seed": info["seed"]})
-    ctx.tracker.tags(trial_run, {"harness_fingerprint": info["harness_fingerprint"], "adapter": str(adapter)})
-    ctx.tracker.metrics(trial_run, {k: info[k] for k in ("own_examples", "oracle_examples", "oracle_left_out")})
-    if sum(f.stat().st_size for f in adapter.rglob("*") if f.is_file()) <= ARTIFACT_BYTES:
-        ctx.tracker.folder(trial_run, adapter, "adapter")
 
 
 def trial_pair(ctx: RunContext, trial, start: Pair) -> Pair:

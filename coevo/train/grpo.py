@@ -138,11 +138,16 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    if spec.lora.enabled:
-        from coevo.train import lora
+    from coevo.train import lora
 
-        model = lora.wrap(model, spec.lora, "training spec", seed=spec.seed)
+    if lora.is_adapter(model_dir):  # a nested trial's SFT adapter (coevo/search/inner.py): GRPO trains it on
+        if not spec.lora.enabled:
+            raise ValueError(f"{model_dir} is a LoRA adapter: GRPO goes on training it only with lora.rank > 0")
+        model = lora.load_adapted(model_dir, trainable=True)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        if spec.lora.enabled:
+            model = lora.wrap(model, spec.lora, "training spec", seed=spec.seed)
     dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
     policy = HFPolicy(model_dir, device=device, dtype=dtype)
     if spec.screen_samples:

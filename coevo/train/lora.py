@@ -239,14 +239,15 @@ def adapter_base(folder: str | Path) -> Path:
     return Path(base)
 
 
-def load_adapted(folder: str | Path):
-    """The adapter in `folder` on a fresh copy of its base model (a peft model, adapter not merged)."""
+def load_adapted(folder: str | Path, trainable: bool = False):
+    """The adapter in `folder` on a fresh copy of its base model (a peft model, adapter not merged; its
+    adapter's weights train on when `trainable`)."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
     base = AutoModelForCausalLM.from_pretrained(adapter_base(folder), dtype=torch.float32)
-    return PeftModel.from_pretrained(base, str(folder))
+    return PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
 
 
 def merge_adapter(folder: str | Path, out: Path) -> Path:
