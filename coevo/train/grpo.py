@@ -57,7 +57,9 @@ class TrainResult:
 def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: TrainSpec, resume: bool = False,
                backend: str = "local", image_map: dict[str, str] | None = None) -> TrainResult:
     """Train `model_dir` with GRPO on `tasks` under `harness`; checkpoints and metrics go to `out_dir`.
-    Episodes run in `backend`'s sandboxes (local, docker or auto; see coevo.sandbox.make_sandbox)."""
+    Episodes run in `backend`'s sandboxes (local, docker or auto; see coevo.sandbox.make_sandbox).
+    `model_dir` may be a LoRA adapter folder (a nested trial's SFT adapter): that adapter trains on, over
+    its base, and `spec.lora` must have rank > 0."""
     from safetensors import SafetensorError
 
     from coevo.train import checkpoint as ckpt
