@@ -173,6 +173,8 @@ class HFPolicy:
         for r in rows:
             c = self._completion(r.tokens, r.logprobs, "model" if params.grammar is None else "constrained")
             c.seconds = r.seconds
+            if r.routing:  # an MoE's experts per token (coevo.train.routing), cut where the tokens were
+                c.routing = torch.stack(r.routing)[: len(c.token_ids)].tolist()
             out.append(c)
         return out
 

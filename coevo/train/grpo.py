@@ -134,11 +134,13 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
     from coevo.train.checkpoint import AtomicCheckpoints
     from coevo.train.grpo_log import StepLog, TimeBudget
     from coevo.train.grpo_rollout import GRPORollout
+    from coevo.train.routing import attach as attach_routing
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    routing = attach_routing(model, spec.routing_replay)  # MoE only: replayed or watched rollout routing
     if spec.lora.enabled:
         from coevo.train import lora
 
@@ -153,7 +155,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
         tasks = fresh_instances(tasks, spec.steps * spec.tasks_per_step, out_dir / "fresh_tasks", spec.seed)
         log.info(f"fresh instances: {len(tasks)} of {len({t.family for t in tasks})} families, each used "
                  "at most once")
-    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, sandboxes=sandboxes)
+    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, sandboxes=sandboxes, routing=routing)
     step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps)
     budget = [TimeBudget(spec.max_minutes)] if spec.max_minutes else []
     args = grpo_config(spec, harness, out_dir, device)
