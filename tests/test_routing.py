@@ -117,6 +117,26 @@ def test_the_rollout_records_each_sampled_tokens_experts_beside_it(rollouts, tin
                 assert all(e == [-1, -1] for e in r)
 
 
+def test_an_moe_saved_by_trls_sft_still_decodes_and_records(tiny_moe, tmp_path):
+    """TRL's SFT saves an MoE with output_router_logits on; the rollout copy turns it off (a KV-cached step's
+    attention mask does not fit the load-balancing loss, which decoding does not need)."""
+    import json
+    import shutil
+
+    from coevo import GenerationRequest, SamplingParams
+    from coevo.policy.hf import HFPolicy
+
+    folder = Path(shutil.copytree(tiny_moe, tmp_path / "sft-saved"))
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "output_router_logits": True}))
+    policy = HFPolicy(folder, device="cpu")
+    prompt = policy.tokenizer.apply_chat_template([{"role": "user", "content": "List /app."}],
+                                                  add_generation_prompt=True)["input_ids"]
+    requests = [GenerationRequest(token_ids=prompt), GenerationRequest(token_ids=prompt[1:])]  # a batch of 2
+    for c in policy.generate(requests, SamplingParams(max_tokens=8, temperature=1.0, seed=0)):
+        assert len(c.routing) == len(c.token_ids) > 0
+
+
 def test_replay_makes_the_training_forward_use_the_recorded_experts_on_every_token(rollouts, tiny_moe):
     from coevo.train import mismatch as mm
     from coevo.train.grpo_rollout import rows_from_trajectories
