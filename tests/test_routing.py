@@ -239,3 +239,19 @@ def test_a_grpo_step_with_replay_trains_the_moe_on_its_recorded_routing(tiny_moe
     before, after = load_file(tiny_moe / "model.safetensors"), load_file(result.checkpoint / "model.safetensors")
     router = "model.layers.0.mlp.gate.weight"
     assert router in before and not torch.equal(before[router], after[router])  # the router trained too
+
+
+def test_coevo_check_refuses_routing_replay_without_an_moe(tiny_dense, tiny_moe, suite, tmp_path):
+    from coevo.search.preflight import Context, check_config, check_model
+    from tests.search_helpers import write_config
+
+    for model, fails in ((tiny_dense, True), (None, True), (tiny_moe, False)):
+        fields = {"train": {"routing_replay": True}, **({"model": str(model)} if model else {})}
+        context = Context(write_config(tmp_path, suite, **fields), {})
+        check_config(context)
+        if fails:
+            with pytest.raises(ValueError, match=rf"{context.path}: train\.routing_replay: true needs a "
+                                                 "Mixture-of-Experts model"):
+                check_model(context)
+        else:
+            assert "chat template" in check_model(context)

@@ -22,6 +22,8 @@ MoE of `coevo init-model --moe`). torch is imported inside functions: importing 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 NONE = -1
 """The routing of a token that has none recorded (environment tokens): never a valid expert index."""
 ROUTERS = ("Qwen3MoeTopKRouter", "Qwen2MoeTopKRouter", "OlmoeTopKRouter")
@@ -188,3 +190,17 @@ def attach(model, replay: bool) -> RoutingReplay | None:
                              f"{model.config.model_type} ({type(model).__name__}) has no router to replay; set "
                              "train.routing_replay: false, or train an MoE (coevo init-model --moe)")
     return None
+
+
+def check_replayable(model_dir: Path | None, train: dict, source: Path) -> None:
+    """Before any compute (coevo check): `train.routing_replay` on needs a Mixture-of-Experts model folder
+    (`config.json` with experts); None is the dense tiny model a search builds itself."""
+    import json
+
+    if not train.get("routing_replay"):
+        return
+    config = json.loads((model_dir / "config.json").read_text()) if model_dir is not None else {}
+    if not (config.get("num_local_experts") or config.get("num_experts")):
+        what = f"{model_dir} is a dense {config.get('model_type')}" if model_dir else "no `model` builds the dense tiny model"
+        raise ValueError(f"{source}: train.routing_replay: true needs a Mixture-of-Experts model, but {what}; name "
+                         "an MoE in `model` (e.g. `coevo init-model --moe`, then `coevo warmstart`) or turn it off")
