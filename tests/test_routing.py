@@ -117,22 +117,32 @@ def test_the_rollout_records_each_sampled_tokens_experts_beside_it(rollouts, tin
                 assert all(e == [-1, -1] for e in r)
 
 
-def test_an_moe_saved_by_trls_sft_still_decodes_and_records(tiny_moe, tmp_path):
-    """TRL's SFT saves an MoE with output_router_logits on; the rollout copy turns it off (a KV-cached step's
-    attention mask does not fit the load-balancing loss, which decoding does not need)."""
+def test_the_moe_warm_starts_by_the_same_sft_and_then_decodes_and_records(tiny_moe, suite, tmp_path):
+    """`coevo warmstart` trains the MoE's experts and routers; TRL's SFT saves it with output_router_logits on,
+    which the rollout copy turns off (a KV-cached step's attention mask does not fit the load-balancing loss,
+    which decoding does not need: a batch of 2 failed there)."""
     import json
-    import shutil
+
+    import torch
+    from safetensors.torch import load_file
 
     from coevo import GenerationRequest, SamplingParams
     from coevo.policy.hf import HFPolicy
+    from coevo.train.sft import SFTSettings
+    from coevo.train.warmstart import run_warmstart
 
-    folder = Path(shutil.copytree(tiny_moe, tmp_path / "sft-saved"))
-    config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, "output_router_logits": True}))
-    policy = HFPolicy(folder, device="cpu")
+    out = tmp_path / "warm"
+    run_warmstart(tiny_moe, REPO / "harnesses" / "mini_bash.yaml", suite, "train", out,
+                  SFTSettings(epochs=1, lr=1e-3, batch_size=8), augment=0)
+    before, after = load_file(tiny_moe / "model.safetensors"), load_file(out / "model.safetensors")
+    router, experts = "model.layers.0.mlp.gate.weight", [k for k in before if ".layers.0.mlp.experts." in k]
+    assert len(experts) == 8 * 3 and not torch.equal(before[router], after[router])
+    assert all(not torch.equal(before[k], after[k]) for k in experts)  # each expert got tokens and learnt
+    assert json.loads((out / "config.json").read_text())["output_router_logits"] is True
+    policy = HFPolicy(out, device="cpu")
     prompt = policy.tokenizer.apply_chat_template([{"role": "user", "content": "List /app."}],
                                                   add_generation_prompt=True)["input_ids"]
-    requests = [GenerationRequest(token_ids=prompt), GenerationRequest(token_ids=prompt[1:])]  # a batch of 2
+    requests = [GenerationRequest(token_ids=prompt), GenerationRequest(token_ids=prompt[1:])]
     for c in policy.generate(requests, SamplingParams(max_tokens=8, temperature=1.0, seed=0)):
         assert len(c.routing) == len(c.token_ids) > 0
 
