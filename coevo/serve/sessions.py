@@ -90,7 +90,8 @@ class SessionStore:
             if state is None or not continues(messages, state.messages):
                 return None
             trial = replace(state.buffer, ids=list(state.buffer.ids), mask=list(state.buffer.mask),
-                            logprobs=list(state.buffer.logprobs), segments=list(state.buffer.segments))
+                            logprobs=list(state.buffer.logprobs), routing=list(state.buffer.routing),
+                            segments=list(state.buffer.segments))
             trial.add_observation(messages, len(messages) - len(state.messages))
             self._pending[session] = trial
             return trial.view(None)
