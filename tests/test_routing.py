@@ -224,8 +224,8 @@ def test_routing_replay_on_a_dense_model_is_an_error_naming_the_field(tiny_dense
     from coevo.train.spec import TrainSpecError
 
     spec = TrainSpec(steps=1, group_size=2, tasks_per_step=2, routing_replay=True)
-    with pytest.raises(TrainSpecError, match=r"routing_replay: true needs a Mixture-of-Experts model.*qwen2.*"
-                                              r"train\.routing_replay: false"):
+    with pytest.raises(TrainSpecError, match=rf"routing_replay: true needs a Mixture-of-Experts model, but "
+                                              rf"{tiny_dense} is a dense qwen2 .*train\.routing_replay: false"):
         train_grpo(tiny_dense, harness, load_taskset(coin_tasks).tasks, tmp_path / "run", spec)
     assert not (tmp_path / "run" / "checkpoints").exists()
 

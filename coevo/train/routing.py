@@ -187,8 +187,9 @@ def attach(model, replay: bool) -> RoutingReplay | None:
         return RoutingReplay(model, force=replay)
     if replay:
         raise TrainSpecError(f"training spec: routing_replay: true needs a Mixture-of-Experts model, but "
-                             f"{model.config.model_type} ({type(model).__name__}) has no router to replay; set "
-                             "train.routing_replay: false, or train an MoE (coevo init-model --moe)")
+                             f"{model.name_or_path} is a dense {model.config.model_type} ({type(model).__name__}), "
+                             "with no router to replay; set train.routing_replay: false, or train an MoE "
+                             "(coevo init-model --moe)")
     return None
 
 
