@@ -265,3 +265,30 @@ def test_coevo_check_refuses_routing_replay_without_an_moe(tiny_dense, tiny_moe,
                 check_model(context)
         else:
             assert "chat template" in check_model(context)
+
+
+def test_a_served_sessions_segment_records_routing_that_replays_exactly(tiny_moe):
+    """An agent behind `coevo serve` (native harnesses): the session's token record carries the routing in the
+    same layout, through the batching engine's cut, streamed or not."""
+    from serve_helpers import MODEL, client, serving
+
+    from coevo.policy.hf import HFPolicy
+    from coevo.train.routing import RoutingReplay
+
+    policy = HFPolicy(tiny_moe, device="cpu", dtype="bfloat16")
+    with serving(policy, policy.tokenizer) as (server, app):
+        api = client(server, "/sessions/moe/v1")
+        messages = [{"role": "user", "content": "list the files"}]
+        for turn, stream in enumerate((False, True, False)):
+            reply = api.chat.completions.create(model=MODEL, messages=messages, max_tokens=12, seed=turn,
+                                                stream=stream, extra_body={"return_token_ids": True})
+            text = ("".join(c.choices[0].delta.content or "" for c in reply if c.choices) if stream
+                    else reply.choices[0].message.content)
+            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"turn {turn}"}]
+        [segment] = app.state.served.sessions.pop("moe")
+    assert segment.turns == 3 and len(segment.routing) == len(segment.completion_ids)
+    for r, m in zip(segment.routing, segment.completion_mask):
+        assert all(len(set(e)) == 2 and min(e) >= 0 for e in r) if m else all(e == [-1, -1] for e in r)
+    model = training_model(tiny_moe)
+    RoutingReplay(model).remember([segment.prompt_ids], [segment.completion_ids], [segment.routing])
+    assert all(a == b for a, b in used_routing(model, [segment]))

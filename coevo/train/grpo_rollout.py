@@ -95,8 +95,8 @@ class GRPORollout:
             self.routing.reset_counts()
             unrecorded = sum(1 for t in trajectories if any(t.completion_mask) and not t.routing)
             if unrecorded and self.spec.routing_replay:
-                self.log(f"step {step + 1}: routing_replay: {unrecorded} episodes carry no recorded routing (only "
-                         "the local KV-cached policy records it); their tokens route live")
+                self.log(f"step {step + 1}: routing_replay: {unrecorded} episodes carry no recorded routing (the "
+                         "local KV-cached policy records it, served or not); their tokens route live")
         t1 = time.monotonic()
         if any(t.logprob_source == "constrained" for t in trajectories):
             # Masked rollout logprobs against a forward with the grammar's masks replayed (the numerics),

@@ -45,6 +45,16 @@ def buffer_routing(per_token: list) -> list[list[list[int]]]:
     return [blank if r is None else r for r in per_token]
 
 
+def extend_routing(column: list, start: int, routing: list | None, n_new: int) -> list:
+    """A trajectory's routing column grown to `start` tokens (environment tokens: NONE), then by a completion
+    of `n_new` tokens with `routing` (None: NONE). Stays empty while nothing was recorded (a served segment)."""
+    if not column and routing is None:
+        return column
+    shape = routing[0] if routing else column[0]
+    blank = [[NONE] * len(shape[0]) for _ in shape]
+    return column + [blank] * (start - len(column)) + (routing if routing is not None else [blank] * n_new)
+
+
 class RoutingTaps:
     """Forward hooks that keep what each router of `model` chose in the last forward (after any replay)."""
 
