@@ -16,6 +16,12 @@ step, short replies) with full weights and with LoRA adapters, side by side: med
 its generate / train parts), peak resident memory, trainable parameters, and the train/rollout mismatch
 (LoRA syncs merged weights into the rollout copy). Each arm runs in its own process, since peak RSS is per
 process; no pass@1 is measured in this mode.
+
+    .venv/bin/python benchmarks/grpo.py --routing-replay [--model WARM_MOE] [--steps 6]
+
+Rollout routing replay on the tiny MoE (benchmarks/routing_replay.py): routing flips per layer, mismatch and
+importance-ratio spread of bf16 rollouts against fp32 training with and without replay, and a short GRPO run
+of each.
 """
 
 from __future__ import annotations
@@ -86,6 +92,8 @@ def parse_args():
     parser.add_argument("--lora-vs-full", action="store_true", help="Time and memory of full weights vs LoRA.")
     parser.add_argument("--lora-rank", type=int, default=8, help="--lora-vs-full: the LoRA arm's rank.")
     parser.add_argument("--max-tokens", type=int, default=32, help="--lora-vs-full: tokens per reply.")
+    parser.add_argument("--routing-replay", action="store_true",
+                        help="MoE: flips, mismatch and GRPO with and without routing replay (R3).")
     parser.add_argument("--arm", choices=["full", "lora"], help=argparse.SUPPRESS)  # one arm, in a child process
     return parser.parse_args()
 
@@ -99,6 +107,10 @@ def main() -> None:
         return run_arm(args)
     if args.lora_vs_full:
         return lora_vs_full(args)
+    if args.routing_replay:
+        from routing_replay import run  # benchmarks/ is on the path of a script run from it
+
+        return run(args)
     args.steps = args.steps or 30
     harness = load_harness(args.harness).with_overrides({"limits.wall_time_s": args.wall_time})
     taskset = load_taskset(args.tasks)

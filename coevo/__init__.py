@@ -110,6 +110,9 @@ class Completion:
     """This completion's own share of the generate call's compute, where the policy can tell (a batched local
     model: its prefill and its share of each decoding step it took part in); None: the rollout splits the
     call's time evenly. What `limits.wall_time_s` charges an episode for generation."""
+    routing: list[list[list[int]]] | None = field(default=None, compare=False)
+    """A Mixture-of-Experts policy's experts per sampled token ([layers][top_k] each; coevo.train.routing),
+    where the policy records them (the local KV-cached one); None otherwise."""
 
 
 class Policy(Protocol):

@@ -61,3 +61,22 @@ def suite(tmp_path_factory):
     out = tmp_path_factory.mktemp("suite") / "tasks"
     generate_suite(out, seed=0, per_family=3)
     return out
+
+
+@pytest.fixture(scope="session")
+def moe_suite(tmp_path_factory):
+    """A generated suite with one task per family: the tiny models' vocabulary (and all three splits)."""
+    from coevo.tasks.generate import generate_suite
+
+    out = tmp_path_factory.mktemp("moe-suite") / "tasks"
+    generate_suite(out, seed=0, per_family=1)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_moe(moe_suite, tmp_path_factory):
+    """The tiny Mixture-of-Experts model (`coevo init-model --moe`: Qwen3-MoE, 8 experts, top-2), built once."""
+    from coevo.train.model import build_tiny_model
+
+    prompts = Path(__file__).resolve().parents[1] / "prompts"
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-moe"), moe_suite, seed=0, prompts_dir=prompts, moe=True)

@@ -50,6 +50,7 @@ class HFPolicy:
         from coevo.models import resolve_model
         from coevo.policy.kv import CachedDecoder
         from coevo.train.lora import is_adapter
+        from coevo.train.routing import routers
 
         if dtype not in DTYPES:
             raise ValueError(f"policy dtype {dtype!r}: valid are {', '.join(DTYPES)}")
@@ -66,6 +67,10 @@ class HFPolicy:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path)
             self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
         self.model.to(self.device).eval()
+        if routers(self.model):
+            # TRL's SFT saves an MoE with output_router_logits on (its training loss); decoding has no use for the
+            # load-balancing loss, and a KV-cached step's attention mask does not fit its computation.
+            self.model.config.output_router_logits = False
         self.stop_ids = stop_token_ids(self.tokenizer)
         self.vocab_size = self.model.get_output_embeddings().weight.shape[0]
         """The logits' width, which a tokenizer may not fill (SmolLM2: 49152); grammar masks use it."""
@@ -173,6 +178,8 @@ class HFPolicy:
         for r in rows:
             c = self._completion(r.tokens, r.logprobs, "model" if params.grammar is None else "constrained")
             c.seconds = r.seconds
+            if r.routing:  # an MoE's experts per token (coevo.train.routing), cut where the tokens were
+                c.routing = torch.stack(r.routing)[: len(c.token_ids)].tolist()
             out.append(c)
         return out
 

@@ -24,6 +24,8 @@ import numpy as np
 import torch
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
+from coevo.train.routing import RoutingTaps, routers
+
 SHARED_PREFIX_MIN = 16
 """A batch's common prompt prefix shorter than this is not worth its own prefill."""
 
@@ -143,6 +145,10 @@ class Row:
     logits: torch.Tensor | None = None
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    routing: list = field(default_factory=list)
+    """An MoE's experts per sampled token, (layers, top_k) each: those of the step that produced it."""
+    next_routing: object = None
+    """The experts of the step that produced `logits` (what the next sampled token's routing is)."""
     seconds: float = 0.0
     """This row's own compute: its prefill, and its share of each decoding step it took part in."""
     done: bool = False
@@ -155,6 +161,8 @@ class CachedDecoder:
         self.model, self.stop_ids = model, set(stop_ids)
         self.cache = PrefixCache(budget_bytes)
         self.stats = CacheStats()
+        # An MoE's routing is recorded beside each sampled token (coevo.train.routing); a dense model has none.
+        self.taps = RoutingTaps(model) if routers(model) else None
 
     @staticmethod
     def supports(model) -> bool:
@@ -181,6 +189,8 @@ class CachedDecoder:
         n = min(n, len(row.ids) - 1)  # at least one token to run, for the next token's logits
         row.base = base if base is not None and n == len(base.ids) else None
         row.logits, row.states = self._forward(row.ids, n, base if n else None)
+        if self.taps is not None:  # the last prompt position's experts produced the first token
+            row.next_routing = self.taps.chosen(1, len(row.ids) - n)[0, -1]
         self.stats.hit_tokens += n
         self.stats.prefill_tokens += len(row.ids) - n
         row.seconds += time.monotonic() - t
@@ -259,6 +269,8 @@ class CachedDecoder:
                 r = rows[i]
                 r.tokens.append(tokens_l[i])
                 r.logprobs.append(logprobs_l[i])
+                if self.taps is not None:
+                    r.routing.append(r.next_routing)
                 if grammar is not None:
                     grammar.accept(i, tokens_l[i])
                 if tokens_l[i] in self.stop_ids or len(r.tokens) >= max_tokens:
@@ -286,6 +298,9 @@ class CachedDecoder:
                              position_ids=positions[:, None], cache=cache, use_cache=True)
             positions = positions + 1
             logits[rows_now] = out.logits[:, -1].to(logits.dtype)
+            if self.taps is not None:
+                for j, step_routing in zip(active, self.taps.chosen(len(active), 1)[:, 0]):
+                    rows[j].next_routing = step_routing
             self._charge(rows, charged, time.monotonic() - t)
         return rows
 

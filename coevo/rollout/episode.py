@@ -20,6 +20,7 @@ from coevo.outcomes import Status
 from coevo.rollout.processors import Processors
 from coevo.rollout.tokens import ChatTemplate, TokenBuffer
 from coevo.rollout.trajectory import Step, Trajectory
+from coevo.train.routing import buffer_routing
 
 CHARS_PER_TOKEN = 4
 """Token estimate for text-only policies, which return no token ids."""
@@ -170,6 +171,8 @@ class Episode:
             raise EpisodeEnd("policy_error", "the policy returned no token ids, but the rollout has a tokenizer")
         if len(c.logprobs) != len(c.token_ids) and c.token_ids:
             raise EpisodeEnd("policy_error", f"{len(c.token_ids)} token ids but {len(c.logprobs)} logprobs")
+        if c.routing is not None and len(c.routing) != len(c.token_ids):
+            raise EpisodeEnd("policy_error", f"{len(c.token_ids)} token ids but {len(c.routing)} routing records")
 
     def _run(self, call: ToolCall) -> ToolResult:
         result = self._sandbox_call(execute, self.harness, self.sandbox, call)
@@ -207,7 +210,7 @@ class Episode:
     def _add_reply(self, completion: Completion) -> None:
         self.messages.append({"role": "assistant", "content": completion.text})
         if self.buffer is not None:
-            self.buffer.add_sampled(completion.token_ids, completion.logprobs)
+            self.buffer.add_sampled(completion.token_ids, completion.logprobs, completion.routing)
 
     def _add_observation(self, texts: list[str], role: str | None = None) -> None:
         role = role or ("tool" if self.harness.action_format.kind == "tool_call" else "user")
@@ -229,4 +232,5 @@ class Episode:
         if self.buffer is not None:
             b = self.buffer
             self.traj.completion_ids, self.traj.completion_mask, self.traj.logprobs = b.ids, b.mask, b.logprobs
+            self.traj.routing = buffer_routing(b.routing)
             self.traj.drift = b.drift(self.messages) if self.messages else 0

@@ -56,6 +56,9 @@ class TokenBuffer:
     ids: list[int] = field(default_factory=list)
     mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    routing: list = field(default_factory=list)
+    """Per buffer token, an MoE's recorded experts ([layers][top_k]) or None (environment tokens, or none
+    recorded); `coevo.train.routing.buffer_routing` makes the trajectory's column of it."""
     segments: list[Segment] = field(default_factory=list)
     reply_at: int = 0
     """Where the last sampled reply starts in `text`."""
@@ -65,10 +68,11 @@ class TokenBuffer:
         text = chat.render(messages, generation_prompt=True)
         return cls(chat=chat, prompt_ids=chat.encode(text), text=text)
 
-    def add_sampled(self, ids: list[int], logprobs: list[float]) -> None:
+    def add_sampled(self, ids: list[int], logprobs: list[float], routing: list | None = None) -> None:
         self.ids += ids
         self.mask += [1] * len(ids)
         self.logprobs += logprobs
+        self.routing += routing if routing is not None else [None] * len(ids)
         self.reply_at = len(self.text)
         self.text += self.chat.decode(ids)
 
@@ -84,6 +88,7 @@ class TokenBuffer:
         self.ids += ids
         self.mask += [0] * len(ids)
         self.logprobs += [0.0] * len(ids)
+        self.routing += [None] * len(ids)
         self.text = full
 
     def _suffix(self, before: list[dict], after: list[dict]) -> tuple[str, str]:

@@ -53,6 +53,10 @@ class Trajectory(BaseModel):
     """1 for a sampled model token, 0 for an environment (observation / chat scaffolding) token."""
     logprobs: list[float] = []
     """Rollout log-probability per completion token; 0.0 for environment tokens."""
+    routing: list[list[list[int]]] = []
+    """A Mixture-of-Experts policy's experts per completion token, [layers][top_k] each: those chosen at the
+    forward step that produced the token (the step its logprob comes from); -1 (never an expert) for
+    environment tokens. Empty for a dense model or a policy that does not record (coevo.train.routing)."""
     logprob_source: Literal["model", "constrained"] = "model"
     """Which distribution `logprobs` are of (coevo.Completion.logprob_source): "constrained" when the replies
     were sampled under the action format's grammar, renormalised over the tokens it allowed; a training

@@ -121,13 +121,17 @@ def check_tasks(c: Context) -> str:
 
 def check_model(c: Context) -> str:
     _need(c.config, "config")
+    from coevo.train.routing import check_replayable
+
     if c.config.model is None:
+        check_replayable(None, c.config.train, c.path)
         return f"no model: the tiny model will be built into {c.config.run_dir / 'model'}"
     from transformers import AutoTokenizer
 
     if not (Path(c.config.model) / "config.json").is_file():
         raise ValueError(f"model: {c.config.model}: not a Hugging Face model folder (no config.json); give a local "
                          "checkpoint folder, or leave `model` out to build the tiny model")
+    check_replayable(Path(c.config.model), c.config.train, c.path)
     tokenizer = AutoTokenizer.from_pretrained(str(c.config.model))
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError(f"{c.config.model}: the tokenizer has no chat template (tokenizer_config.json)")

@@ -160,14 +160,14 @@ class BatchingEngine:
         if len(c.token_ids) > max_tokens:
             ids = c.token_ids[:max_tokens]
             c = Completion(self.chat.decode(ids), ids, c.logprobs[:max_tokens], finish_reason="length",
-                           logprob_source=c.logprob_source)
+                           logprob_source=c.logprob_source, routing=c.routing and c.routing[:max_tokens])
         hits = [c.text.find(s) for s in stop if s in c.text]
         if not hits:
             return c
         # The fewest tokens whose text holds the stop string: those tokens were sampled, the text ends before it.
         end = next(k for k in range(1, len(c.token_ids) + 1) if any(s in self.chat.decode(c.token_ids[:k]) for s in stop))
         return Completion(c.text[: min(hits)], c.token_ids[:end], c.logprobs[:end], finish_reason="stop",
-                          logprob_source=c.logprob_source)
+                          logprob_source=c.logprob_source, routing=c.routing and c.routing[:end])
 
 
 class RowStream:

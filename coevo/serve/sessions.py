@@ -31,6 +31,7 @@ from pathlib import Path
 from coevo import Completion
 from coevo.rollout.tokens import ChatTemplate, TokenBuffer, token_drift
 from coevo.rollout.trajectory import Step, Trajectory
+from coevo.train.routing import extend_routing
 
 
 @dataclass
@@ -73,7 +74,7 @@ class SessionStore:
             if entry["messages"]:
                 self.chat_prompt(entry["session"], entry["messages"])
             completion = Completion(entry["text"], entry["token_ids"], entry["logprobs"], entry["finish_reason"],
-                                    logprob_source=entry.get("logprob_source", "model"))
+                                    logprob_source=entry.get("logprob_source", "model"), routing=entry.get("routing"))
             self.record(entry["session"], entry["prompt_ids"], completion, entry["messages"])
 
     def _log(self, entry: dict) -> None:
@@ -90,7 +91,8 @@ class SessionStore:
             if state is None or not continues(messages, state.messages):
                 return None
             trial = replace(state.buffer, ids=list(state.buffer.ids), mask=list(state.buffer.mask),
-                            logprobs=list(state.buffer.logprobs), segments=list(state.buffer.segments))
+                            logprobs=list(state.buffer.logprobs), routing=list(state.buffer.routing),
+                            segments=list(state.buffer.segments))
             trial.add_observation(messages, len(messages) - len(state.messages))
             self._pending[session] = trial
             return trial.view(None)
@@ -104,6 +106,8 @@ class SessionStore:
                 segment = Trajectory(task=session, harness=self.harness, prompt_ids=list(prompt_ids), drift=0,
                                      segment=len(segments))
                 segments.append(segment)
+            segment.routing = extend_routing(segment.routing, len(segment.completion_ids), completion.routing,
+                                             len(completion.token_ids))
             segment.completion_ids += completion.token_ids
             segment.completion_mask += [1] * len(completion.token_ids)
             segment.logprobs += completion.logprobs
@@ -117,7 +121,7 @@ class SessionStore:
             self._log({"session": session, "prompt_ids": list(prompt_ids), "text": completion.text,
                        "token_ids": completion.token_ids, "logprobs": completion.logprobs,
                        "finish_reason": completion.finish_reason, "logprob_source": completion.logprob_source,
-                       "messages": messages})
+                       "routing": completion.routing, "messages": messages})
 
     def _continue_chat(self, session: str, prompt_ids: list[int], completion: Completion, messages: list[dict]):
         """Keep the chat's buffer for the next call: the one `chat_prompt` fed, or a fresh one."""
@@ -127,7 +131,7 @@ class SessionStore:
             return
         fed = trial is not None and trial.view(None) == prompt_ids
         buffer = trial if fed else TokenBuffer.start(self.chat, messages)
-        buffer.add_sampled(completion.token_ids, completion.logprobs)
+        buffer.add_sampled(completion.token_ids, completion.logprobs, completion.routing)
         self._chats[session] = ChatState(buffer, [*messages, {"role": "assistant", "content": completion.text}])
 
     @staticmethod

@@ -36,15 +36,18 @@ def init_model(
     harnesses: Annotated[Path, typer.Option(help="Harness YAMLs whose renderings shape the vocabulary.")] = Path(
         "harnesses"),
     seed: Annotated[int, typer.Option(help="Seed of the random initialisation.")] = 0,
+    moe: Annotated[bool, typer.Option(help="A Mixture-of-Experts model (Qwen3-MoE, 8 experts, top-2) instead of "
+                                      "the dense Qwen2: for `train.routing_replay`.")] = False,
 ) -> None:
-    """Build the default tiny model here: a BPE tokenizer trained on the tasks and a fresh small Qwen2."""
+    """Build the default tiny model here: a BPE tokenizer trained on the tasks and a fresh small Qwen2 (or
+    Qwen3-MoE with --moe)."""
     from coevo.train.model import build_tiny_model, describe
 
     if not tasks.is_dir():
         fail(f"--tasks {tasks}: not a folder (expected task folders with instruction.md)")
     start = time.perf_counter()
     folder = build_tiny_model(out, tasks, seed=seed, prompts_dir=prompts if prompts.is_dir() else None,
-                              harnesses_dir=harnesses if harnesses.is_dir() else None)
+                              harnesses_dir=harnesses if harnesses.is_dir() else None, moe=moe)
     print(f"wrote {describe(folder)} to {folder} in {time.perf_counter() - start:.1f}s")
 
 

@@ -136,12 +136,12 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
     from coevo.train.checkpoint import AtomicCheckpoints
     from coevo.train.grpo_log import StepLog, TimeBudget
     from coevo.train.grpo_rollout import GRPORollout
+    from coevo.train import lora
+    from coevo.train.routing import attach as attach_routing
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
-    from coevo.train import lora
-
     if lora.is_adapter(model_dir):  # a nested trial's SFT adapter (coevo/search/inner.py): GRPO trains it on
         if not spec.lora.enabled:
             raise ValueError(f"{model_dir} is a LoRA adapter: GRPO goes on training it only with lora.rank > 0")
@@ -150,6 +150,8 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
         if spec.lora.enabled:
             model = lora.wrap(model, spec.lora, "training spec", seed=spec.seed)
+    # MoE only: replayed or watched rollout routing (hooks on the base model's routers, under LoRA too)
+    routing = attach_routing(model.get_base_model() if lora.is_peft(model) else model, spec.routing_replay)
     dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
     policy = HFPolicy(model_dir, device=device, dtype=dtype)
     if spec.screen_samples:
@@ -160,7 +162,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
         tasks = fresh_instances(tasks, spec.steps * spec.tasks_per_step, out_dir / "fresh_tasks", spec.seed)
         log.info(f"fresh instances: {len(tasks)} of {len({t.family for t in tasks})} families, each used "
                  "at most once")
-    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, sandboxes=sandboxes)
+    bridge = GRPORollout(tasks, harness, policy, spec, out_dir, sandboxes=sandboxes, routing=routing)
     step_log = StepLog(bridge, out_dir / METRICS_FILE, spec.steps)
     budget = [TimeBudget(spec.max_minutes)] if spec.max_minutes else []
     args = grpo_config(spec, harness, out_dir, device)

@@ -55,12 +55,14 @@ class _Recorder:
 
 class GRPORollout:
     def __init__(self, tasks: list, harness, policy, spec: TrainSpec, run_dir: Path | None = None, log=log.warning,
-                 sandboxes: tuple[str, dict[str, str] | None] = ("local", None)):
+                 sandboxes: tuple[str, dict[str, str] | None] = ("local", None), routing=None):
         """`policy`: an HFPolicy, the rollout copy of the model (its weights are overwritten every step).
-        `sandboxes`: (backend, image_map) of the episodes, as the rollout engine takes them."""
+        `sandboxes`: (backend, image_map) of the episodes, as the rollout engine takes them. `routing`: an
+        MoE trainer model's `coevo.train.routing.RoutingReplay`, told each step's rows and recorded routing."""
         self.tasks = {t.name: t for t in tasks}
         self.backend, self.image_map = sandboxes
         self.harness, self.policy, self.spec, self.run_dir, self.log = harness, policy, spec, run_dir, log
+        self.routing = routing
         self.pad_id = policy.pad_id
         self.stats: dict[str, float] = {}
         """The last step's metrics; the reward function reports them."""
@@ -88,6 +90,13 @@ class GRPORollout:
             raise TrainingHalted(f"step {step + 1}: {loss_drift} loss-region tokens are not the sampled ids; "
                                  "the token buffer re-tokenized model output (see the rollout's drift)")
         rewards = [reward_of(t, self.spec.reward) for t in trajectories]
+        if self.routing is not None:  # before the mismatch forward: the watch replays (or watches) it too
+            self.routing.remember(rows["prompt_ids"], rows["completion_ids"], [t.routing for t in trajectories])
+            self.routing.reset_counts()
+            unrecorded = sum(1 for t in trajectories if any(t.completion_mask) and not t.routing)
+            if unrecorded and self.spec.routing_replay:
+                self.log(f"step {step + 1}: routing_replay: {unrecorded} episodes carry no recorded routing (the "
+                         "local KV-cached policy records it, served or not); their tokens route live")
         t1 = time.monotonic()
         if any(t.logprob_source == "constrained" for t in trajectories):
             # Masked rollout logprobs against a forward with the grammar's masks replayed (the numerics),
@@ -104,6 +113,8 @@ class GRPORollout:
             mismatch = mm.measure(trainer_lp, rows["logprobs"], rows["env_mask"])
             metrics = mismatch.as_metrics()
         t_mismatch = time.monotonic() - t1
+        if self.routing is not None:
+            metrics.update(self.routing.metrics())
         skipped = self._judge(mismatch, step)
         self.stats = {
             **episode_stats(trajectories, rewards), **metrics,

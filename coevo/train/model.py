@@ -1,6 +1,9 @@
 """The default model, built here because no hub can be reached: a byte-level BPE tokenizer trained on
 the bundled tasks and harness prompts, and a randomly initialised small Qwen2 (hidden 128, 4 layers,
 4 heads / 2 KV heads, tied embeddings, ~1 M parameters). `coevo warmstart` then teaches it.
+`moe=True` builds a Mixture-of-Experts sibling instead (Qwen3-MoE: the same attention and tokenizer, each
+layer's MLP 8 experts of which a router picks 2 per token, ~2 M parameters), for routing replay
+(coevo.train.routing).
 
 Two traps in the libraries shape the tokenizer:
 - transformers' `Qwen2Tokenizer` rebuilds the normalizer and pre-tokenizer on load, so we train with
@@ -146,22 +149,30 @@ def wrap_tokenizer(raw):
     return tok
 
 
-def model_config(tokenizer, hidden: int = 128, layers: int = 4):
-    from transformers import Qwen2Config
+def model_config(tokenizer, hidden: int = 128, layers: int = 4, moe: bool = False):
+    """Qwen2 (dense), or with `moe` Qwen3-MoE: 8 experts of the hidden size, top-2, weights renormalised
+    over the two (as Qwen3-MoE ships), so a token's active MLP is about the dense one's size."""
+    from transformers import Qwen2Config, Qwen3MoeConfig
 
     vocab = -(-len(tokenizer) // 64) * 64  # round up: a tidy embedding, room for a few added tokens
-    return Qwen2Config(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 3, num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-        tie_word_embeddings=True, rope_theta=10000.0, use_cache=True,
-        bos_token_id=None, eos_token_id=tokenizer.convert_tokens_to_ids(EOS),
-        pad_token_id=tokenizer.convert_tokens_to_ids(PAD),
-    )
+    shared = {
+        "vocab_size": vocab, "hidden_size": hidden, "intermediate_size": hidden * 3, "num_hidden_layers": layers,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+        "tie_word_embeddings": True, "use_cache": True, "bos_token_id": None,
+        "eos_token_id": tokenizer.convert_tokens_to_ids(EOS), "pad_token_id": tokenizer.convert_tokens_to_ids(PAD),
+    }
+    if moe:
+        return Qwen3MoeConfig(**shared, head_dim=hidden // 4, num_experts=8, num_experts_per_tok=2,
+                              moe_intermediate_size=hidden, norm_topk_prob=True,
+                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    return Qwen2Config(**shared, rope_theta=10000.0)
 
 
 def build_tiny_model(out: Path, tasks_dir: Path, seed: int = 0, prompts_dir: Path | None = REPO_PROMPTS,
-                     harnesses_dir: Path | None = REPO_HARNESSES, extra_harnesses: tuple = ()) -> Path:
-    """Train the tokenizer, initialise the model from `seed`, save both to `out` (a HF folder).
+                     harnesses_dir: Path | None = REPO_HARNESSES, extra_harnesses: tuple = (),
+                     moe: bool = False) -> Path:
+    """Train the tokenizer, initialise the model from `seed` (`moe`: the Mixture-of-Experts sibling), save
+    both to `out` (a HF folder).
 
     The vocabulary comes from `tasks_dir`, the templates in `prompts_dir`, the harnesses in
     `harnesses_dir` (by default the repository's; None leaves them out) and `extra_harnesses` (a search's
@@ -172,7 +183,7 @@ def build_tiny_model(out: Path, tasks_dir: Path, seed: int = 0, prompts_dir: Pat
     texts = corpus(Path(tasks_dir), prompts_dir, [*load_harnesses(harnesses_dir), *extra_harnesses])
     tokenizer = wrap_tokenizer(train_tokenizer(texts))
     torch.manual_seed(seed)
-    config = model_config(tokenizer)
+    config = model_config(tokenizer, moe=moe)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     stop = [tokenizer.convert_tokens_to_ids(t) for t in (EOS, PAD)]
     model.generation_config = GenerationConfig(eos_token_id=stop, pad_token_id=config.pad_token_id,
@@ -199,5 +210,7 @@ def describe(folder: Path) -> str:
                 for dim in info["shape"]:
                     n *= dim
                 params += n
+    n_experts = config.get("num_local_experts") or config.get("num_experts")  # transformers saves the former
+    experts = f", {n_experts} experts, top-{config['num_experts_per_tok']}" if n_experts else ""
     return (f"{params / 1e6:.2f}M-parameter {config['model_type']} (hidden {config['hidden_size']}, "
-            f"{config['num_hidden_layers']} layers, vocab {config['vocab_size']})")
+            f"{config['num_hidden_layers']} layers{experts}, vocab {config['vocab_size']})")

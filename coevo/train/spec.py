@@ -105,6 +105,11 @@ class TrainSpec(BaseModel):
     family the tiny model memorises them: +20 points on its own train tasks, none on new instances."""
     rollout_dtype: Literal["fp32", "bf16"] = "fp32"
     """Precision of the rollout copy of the model (training stays fp32); bf16 shows a real mismatch on CPU."""
+    routing_replay: bool = False
+    """Mixture-of-Experts models only (an error on a dense one): the training forward (GRPO's loss and the
+    mismatch watch) takes the experts each sampled token's rollout step chose, with routing weights still from
+    the live router (R3; coevo.train.routing). Turn it on when the rollout's routing flips in training
+    (`routing/flip_frac`, logged for every MoE run), e.g. under a bf16 rollout copy."""
     mismatch: MismatchSpec = MismatchSpec()
     """Train/rollout logprob mismatch thresholds and what a breach does."""
     max_minutes: float | None = Field(None, gt=0)
