@@ -133,10 +133,10 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
     from trl import GRPOTrainer
 
     from coevo.policy.hf import HFPolicy
+    from coevo.train import lora
     from coevo.train.checkpoint import AtomicCheckpoints
     from coevo.train.grpo_log import StepLog, TimeBudget
     from coevo.train.grpo_rollout import GRPORollout
-    from coevo.train import lora
     from coevo.train.routing import attach as attach_routing
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
