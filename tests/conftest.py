@@ -80,3 +80,20 @@ def tiny_moe(moe_suite, tmp_path_factory):
 
     prompts = Path(__file__).resolve().parents[1] / "prompts"
     return build_tiny_model(tmp_path_factory.mktemp("tiny-moe"), moe_suite, seed=0, prompts_dir=prompts, moe=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_dense(moe_suite, tmp_path_factory):
+    """The dense tiny model on the same vocabulary as `tiny_moe`."""
+    from coevo.train.model import build_tiny_model
+
+    prompts = Path(__file__).resolve().parents[1] / "prompts"
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-dense"), moe_suite, seed=0, prompts_dir=prompts)
+
+
+@pytest.fixture(scope="session")
+def coin(tmp_path_factory):
+    """Two tasks with random partial credit (tests/routing_helpers.py): GRPO groups with real advantages."""
+    from routing_helpers import coin_tasks
+
+    return coin_tasks(tmp_path_factory.mktemp("coin") / "tasks")

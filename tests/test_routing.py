@@ -6,20 +6,7 @@ fp32 training forward, so the live routing really differs from the recorded one 
 from __future__ import annotations
 
 import pytest
-from routing_helpers import REPO, coin_tasks, short_harness, training_model, used_routing
-
-
-@pytest.fixture(scope="module")
-def coin(tmp_path_factory):
-    return coin_tasks(tmp_path_factory.mktemp("coin") / "tasks")
-
-
-@pytest.fixture(scope="module")
-def tiny_dense(moe_suite, tmp_path_factory):
-    """The dense tiny model on the same vocabulary as `tiny_moe`."""
-    from coevo.train.model import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-dense"), moe_suite, seed=0, prompts_dir=REPO / "prompts")
+from routing_helpers import short_harness, training_model, used_routing
 
 
 @pytest.fixture(scope="module")
