@@ -10,11 +10,7 @@ optimizer step (gradients accumulate over micro-batches). Where this departs fro
   generation server; we measure the train/rollout mismatch ourselves (TRL only corrects it with vLLM);
 - checkpoints are published atomically (coevo.train.checkpoint) and `resume` continues a killed run.
 
-MLflow: with `report_to` resolved to mlflow, TRL's MLflowCallback logs params and every step's metrics.
-If an MLflow run is active when `train_grpo` is called, the callback logs INTO that run and leaves it
-open; with MLFLOW_NESTED_RUN=1 in the environment it opens a child run under it (and ends the child when
-training ends). Without an active run it starts one (MLFLOW_EXPERIMENT_NAME, MLFLOW_RUN_ID are honoured).
-A run the callback started is ended FAILED if training raises.
+MLflow: TRL's MLflowCallback logs params and every step's metrics (coevo.train.grpo_mlflow: into which run).
 
 This module imports torch and TRL only inside functions: importing it is cheap.
 """
@@ -28,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coevo.logs import library_bars_off
+from coevo.train import grpo_mlflow
 from coevo.train.spec import MismatchSpec, TrainSpec, spec_from_dict
 
 __all__ = ["MismatchSpec", "TrainResult", "TrainSpec", "spec_from_dict", "train_grpo"]
@@ -82,7 +79,7 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Train
     harness = training_harness(harness, spec)
     _record_run(out_dir, model_dir, harness, tasks, spec, resumed_from)
     trainer = _make_trainer(model_dir, harness, tasks, out_dir, spec, (backend, image_map))
-    caller_run = _mlflow_run_id()
+    caller_run = grpo_mlflow.active_run_id()
     log.info(f"GRPO: {len(trainer.train_dataset)} tasks, {spec.tasks_per_step} x {spec.group_size} "
              f"episodes per step, steps {resumed_from + 1}..{spec.steps}, rollout {spec.rollout_dtype}, "
              f"harness {harness.name}" + (f", resuming from {start}" if start else ""))
@@ -98,7 +95,7 @@ def train_grpo(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Train
         if trainer.is_world_process_zero():  # rank 0 may still be publishing when another rank gets here
             ckpt.clear_staging(out_dir)
         if "mlflow" in trainer.args.report_to:
-            _close_mlflow(trainer, caller_run, failed)
+            grpo_mlflow.close(trainer, caller_run, failed)
     return _result(out_dir, ckpt.last_checkpoint(out_dir), trainer.state.global_step, resumed_from)
 
 
@@ -250,44 +247,11 @@ def grpo_config(spec: TrainSpec, harness, out_dir: Path, device: str = "cpu"):
         "seed": spec.seed, "use_cpu": device == "cpu", "bf16": False, "fp16": False,
         "activation_checkpointing": False,
         "save_strategy": "steps", "save_steps": spec.save_steps, "save_total_limit": None, "logging_steps": 1,
-        "report_to": _report_to(spec), "run_name": f"grpo-{out_dir.name}", "disable_tqdm": True,
+        "report_to": grpo_mlflow.report_to(spec), "run_name": f"grpo-{out_dir.name}", "disable_tqdm": True,
         "dataloader_num_workers": 0,
         "log_completions": False,
     }
     return GRPOConfig(**{**options, **spec.trl})
-
-
-def _report_to(spec: TrainSpec) -> list[str]:
-    if spec.report_to != "auto":
-        return [] if spec.report_to == "none" else [spec.report_to]
-    return ["mlflow"] if os.environ.get("MLFLOW_TRACKING_URI") or _mlflow_active() else []
-
-
-def _mlflow_active() -> bool:
-    return _mlflow_run_id() is not None
-
-
-def _mlflow_run_id() -> str | None:
-    import sys
-
-    if "mlflow" not in sys.modules:  # nobody started a run in this process without importing mlflow
-        return None
-    run = sys.modules["mlflow"].active_run()
-    return run.info.run_id if run else None
-
-
-def _close_mlflow(trainer, caller_run: str | None, failed: bool) -> None:
-    """End the run TRL's MLflow callback opened if training raised (it would stay RUNNING), and disarm the
-    callback: transformers' MLflowCallback.__del__ ends whatever run is active when it is collected, which
-    after a nested run is the caller's own run."""
-    import mlflow
-    from transformers.integrations import MLflowCallback
-
-    if failed and _mlflow_run_id() not in (None, caller_run):
-        mlflow.end_run(status="FAILED")
-    callback = trainer.pop_callback(MLflowCallback)
-    if callback is not None:
-        callback._auto_end_run = False  # private, but the only switch; its own run is already ended
 
 
 def _record_run(out_dir: Path, model_dir: Path, harness, tasks: list, spec: TrainSpec,
