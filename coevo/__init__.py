@@ -89,8 +89,9 @@ class GenerationRequest:
     token_ids: list[int]
     messages: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
-    """Who is asking, for policies that need it: the rollout sets "task" (the task's name) and "turn"
-    (0-based model turn in the episode). The oracle policy reads both; model policies ignore it."""
+    """Who is asking, for policies that need it: the rollout sets "task" (the task's name), "turn"
+    (0-based model turn in the episode) and "sample" (the episode's index among the task's samples). The
+    oracle policy reads task and turn; the vllm policy seeds by sample; other model policies ignore it."""
 
 
 @dataclass

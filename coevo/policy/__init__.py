@@ -3,6 +3,8 @@
     hf         a local Hugging Face causal-LM folder (batched, left-padded; token ids + logprobs)
     openai     an OpenAI-compatible endpoint: chat (text only; evaluation and harness search), or token ids in
                and out with `tokenizer=DIR` (coevo serve, vLLM; nothing lost for training)
+    vllm       a vLLM server (started for the run, or at base_url): token ids in and out, LoRA hot-loaded
+               after every training step (coevo.vllm)
     scripted   fixed replies (tests)
     oracle     plays each task's solution/solve.sh through a harness (warm-start data, task checks)
     synthetic  the oracle with harness-dependent slips: a known landscape for measuring the optimizer
@@ -15,6 +17,7 @@ from importlib import import_module
 BACKENDS = {
     "hf": "coevo.policy.hf.HFPolicy",
     "openai": "coevo.policy.openai.OpenAIPolicy",
+    "vllm": "coevo.vllm.policy.VLLMPolicy",
     "scripted": "coevo.policy.scripted.ScriptedPolicy",
     "oracle": "coevo.policy.scripted.OraclePolicy",
     "synthetic": "coevo.policy.synthetic.HarnessSensitivePolicy",
@@ -24,14 +27,14 @@ PLAYS_TASKS = ("oracle", "synthetic")
 
 
 def make_policy(spec: dict | str, harness=None, tasks: list | None = None):
-    """Build a policy from `{"backend": name, **constructor kwargs}`, or from "hf:PATH" / "openai:MODEL" /
+    """Build a policy from `{"backend": name, **constructor kwargs}`, or from "hf:PATH" / "vllm:PATH" / "openai:MODEL" /
     "oracle" / "synthetic". A bare string that names no backend is taken as a local HF model folder.
 
     `harness` and `tasks` go to the backends that play the tasks (oracle, synthetic); the others ignore them.
     """
     if isinstance(spec, str):
         name, _, rest = spec.partition(":")
-        spec = ({"backend": name, "model": rest} if name in ("hf", "openai") and rest
+        spec = ({"backend": name, "model": rest} if name in ("hf", "vllm", "openai") and rest
                 else {"backend": spec} if spec in PLAYS_TASKS else {"model": spec})
     kwargs = dict(spec)
     name = kwargs.pop("backend", "hf")

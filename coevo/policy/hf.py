@@ -184,13 +184,19 @@ class HFPolicy:
         return out
 
     def _completion(self, tokens: list[int], logprobs: list[float], source: str = "model") -> Completion:
-        """Cut a row after its first stop token (the rest is padding) and decode the text before it."""
-        end = next((i for i, t in enumerate(tokens) if t in self.stop_ids), None)
-        if end is None:
-            text = self.tokenizer.decode(tokens, skip_special_tokens=False)
-            return Completion(text, tokens, logprobs, finish_reason="length", logprob_source=source)
-        text = self.tokenizer.decode(tokens[:end], skip_special_tokens=False)
-        return Completion(text, tokens[: end + 1], logprobs[: end + 1], finish_reason="stop", logprob_source=source)
+        return completion_at_stop(self.tokenizer, self.stop_ids, tokens, logprobs, source)
+
+
+def completion_at_stop(tokenizer, stop_ids: list[int], tokens: list[int], logprobs: list[float],
+                       source: str = "model") -> Completion:
+    """Cut a row after its first stop token (the rest is padding) and decode the text before it; the stop
+    token stays in the ids (the token buffer needs it). No stop token: finish_reason "length"."""
+    end = next((i for i, t in enumerate(tokens) if t in stop_ids), None)
+    if end is None:
+        text = tokenizer.decode(tokens, skip_special_tokens=False)
+        return Completion(text, tokens, logprobs, finish_reason="length", logprob_source=source)
+    text = tokenizer.decode(tokens[:end], skip_special_tokens=False)
+    return Completion(text, tokens[: end + 1], logprobs[: end + 1], finish_reason="stop", logprob_source=source)
 
 
 def sampler(params: SamplingParams) -> Callable:

@@ -2,6 +2,10 @@
 active episode, then their tool calls in parallel (a thread pool), and each finished episode is verified
 in the pool while the others go on. Evaluation and GRPO training share this one code path.
 
+A policy that batches across callers itself (`policy.continuous`: a vLLM server) gets no lockstep: each
+episode runs start to end on a thread of its own, asking for one completion at a time, so that no
+episode waits for the slowest reply of a turn.
+
 Boundaries, where a failure becomes data rather than a crash: a sandbox that breaks ends its episode
 as 'sandbox_error', a policy that raises ends the batch's episodes as 'policy_error'; both score 0
 without a verifier run. A verifier that fails leaves reward 0 and its cause in `verify_error`. Nothing
@@ -90,6 +94,10 @@ def rollout(
         try:
             for i in range(0, len(episodes), max_active):
                 wave = episodes[i: i + max_active]
+                if getattr(policy, "continuous", False):
+                    with ThreadPoolExecutor(max_workers=len(wave)) as drivers:
+                        list(drivers.map(lambda ep: run.drive(ep, make_sandbox, policy, params), wave))
+                    continue
                 run.each(wave, lambda ep: ep.start(make_sandbox))
                 while active := [ep for ep in wave if ep.active]:
                     run.turn(active, policy, params)
@@ -125,19 +133,25 @@ class _Run:
         asking = [(ep, r) for ep, r in zip(active, requests) if ep.active]
         if not asking:
             return
-        t = time.monotonic()
-        completions = _generate(policy, [r for _, r in asking], params)
-        even = (time.monotonic() - t) / len(asking)
-        if isinstance(completions, str):
-            for ep, _ in asking:
-                ep.charge_generation(even)
-                ep.end("policy_error", completions)
+        completions = _ask(asking, policy, params)
+        if completions is None:
             return self.finish_ended(active)
-        for (ep, _), c in zip(asking, completions):  # its own share: waiting for the batch is not its time
-            ep.charge_generation(c.seconds if c.seconds is not None else even)
-            ep.traj.logprob_source = c.logprob_source
         by_episode = dict(zip((id(ep) for ep, _ in asking), completions))
         self.each([ep for ep, _ in asking], lambda ep: ep.step(by_episode[id(ep)]))
+
+    def drive(self, ep: Episode, make_sandbox: Callable, policy: Policy, params: SamplingParams) -> None:
+        """One episode start to end on this thread (a continuous policy), verified at its end."""
+        _guard(ep, lambda e: e.start(make_sandbox))
+        while ep.active:
+            request = _guard(ep, Episode.request)
+            if not ep.active:
+                break
+            completions = _ask([(ep, request)], policy, params)
+            if completions is None:
+                break
+            _guard(ep, partial(Episode.step, completion=completions[0]))
+        self.finishing.add(id(ep))
+        self._finish(ep)
 
     def _finish(self, ep: Episode) -> None:
         """Verify (unless the episode failed at a boundary), measure drift, and report."""
@@ -165,6 +179,23 @@ def _guard(ep: Episode, fn: Callable[[Episode], object]):
     except EpisodeEnd as e:
         ep.end(e.status, e.cause)
         return None
+
+
+def _ask(asking: list[tuple[Episode, object]], policy: Policy, params: SamplingParams) -> list[Completion] | None:
+    """One generate call for these (episode, request) pairs, its time charged to each; None when the policy
+    failed, every asking episode then ended as 'policy_error'."""
+    t = time.monotonic()
+    completions = _generate(policy, [r for _, r in asking], params)
+    even = (time.monotonic() - t) / len(asking)
+    if isinstance(completions, str):
+        for ep, _ in asking:
+            ep.charge_generation(even)
+            ep.end("policy_error", completions)
+        return None
+    for (ep, _), c in zip(asking, completions):  # its own share: waiting for the batch is not its time
+        ep.charge_generation(c.seconds if c.seconds is not None else even)
+        ep.traj.logprob_source = c.logprob_source
+    return completions
 
 
 def _generate(policy: Policy, requests: list, params: SamplingParams) -> list[Completion] | str:

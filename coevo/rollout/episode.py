@@ -115,7 +115,8 @@ class Episode:
         if size + lim.max_tokens_per_turn > lim.max_context_tokens:
             raise EpisodeEnd("context_exceeded", f"prompt of {size} tokens + limits.max_tokens_per_turn "
                                                  f"> limits.max_context_tokens={lim.max_context_tokens}")
-        return GenerationRequest(token_ids=ids, messages=messages, meta={"task": self.task.name, "turn": n})
+        meta = {"task": self.task.name, "turn": n, "sample": self.traj.sample}
+        return GenerationRequest(token_ids=ids, messages=messages, meta=meta)
 
     def _visible_messages(self, keep: int | None) -> list[dict]:
         if keep is None or len(self.observation_turns) <= keep:

@@ -25,17 +25,21 @@ class Evaluator:
 
     def _default_policy(self, harness, checkpoint: str, tasks: list):
         """The config's policy, or else the checkpoint itself (one model loaded per checkpoint); a LoRA
-        adapter folder (a nested trial's) is loaded merged over its base model."""
+        adapter folder (a nested trial's) is loaded merged over its base model. `policy: {backend: vllm}`
+        generates the checkpoint on a vLLM server (adapters hot-loaded over their base: coevo.vllm)."""
         from coevo.policy import make_policy
 
         config = self.inputs.config
         spec = dict(config.policy or {})
         if spec.get("backend") == "synthetic":
             spec.setdefault("seed", config.seed)  # the run's seed unless the config gives the policy its own
-        if spec:
+        if spec and spec.get("backend") != "vllm":
             return make_policy(spec, harness=harness, tasks=tasks)
-        if self._policy_cache is None or self._policy_cache[0] != checkpoint:
-            self._policy_cache = (checkpoint, make_policy({"backend": "hf", "model": checkpoint}))
+        if self._policy_cache is None or self._policy_cache[0] != checkpoint:  # vllm: one server, weights swapped
+            model_spec = {"backend": "hf", **spec, "model": checkpoint}
+            if model_spec["backend"] == "vllm":
+                model_spec.setdefault("log_dir", str(self.inputs.config.run_dir))
+            self._policy_cache = (checkpoint, make_policy(model_spec))
         return self._policy_cache[1]
 
     def evaluate(self, name: str, parent: str, overrides: dict[str, Any], checkpoint: str, generation: int,

@@ -69,6 +69,8 @@ def train_spec(ctx: RunContext, values: dict[str, Any], steps: int | None = None
     config = ctx.inputs.config
     data = {**config.train, "steps": steps or ctx.inputs.plan.grpo_steps, "report_to": "none",
             "seed": config.seed + ctx.ledger.generation if seed is None else seed}
+    if (config.policy or {}).get("backend") == "vllm":  # the run's rollouts, training's included, on vLLM
+        data["rollout_policy"] = {"log_dir": str(config.run_dir), **config.policy}
     return spec_from_dict(data, f"{config.name}: train").with_overrides(values)
 
 

@@ -25,6 +25,10 @@ def serve(
     dtype: Annotated[str, typer.Option(help="float32 or bfloat16.")] = "float32",
     threads: Annotated[int, typer.Option(min=0, help="CPU threads for torch; 0: its default. On a busy CPU, 1 "
                                          "can be several times faster.")] = 0,
+    engine: Annotated[str, typer.Option(
+        help="What generates: local (coevo's KV-cached decoder in this process) or vllm (a vLLM server coevo "
+             "starts on 127.0.0.1 from `coevo vllm install`'s venv; the endpoint and its recorded sessions stay "
+             "coevo's).")] = "local",
     sessions_dir: Annotated[Path | None, typer.Option(
         help="Journal every recorded session call in this folder (fsynced before the reply) and replay it at "
              "start, so that a killed or restarted server keeps its sessions. Default: in memory only.")] = None,
@@ -57,14 +61,27 @@ def serve(
         import torch
 
         torch.set_num_threads(threads)
+    from coevo.errors import CoevoError
+
+    if engine not in ("local", "vllm"):
+        typer.secho(f"error: --engine {engine!r}: valid are local, vllm", fg="red", err=True)
+        raise typer.Exit(2)
     try:
-        policy = HFPolicy(model_dir, device=device, dtype=dtype)
-    except (OSError, ValueError) as e:
+        if engine == "vllm":
+            from coevo.vllm.policy import VLLMPolicy
+
+            typer.echo("starting vLLM (a minute or more on CPU) ...", err=True)
+            policy = VLLMPolicy(model_dir, dtype=dtype)
+            context = policy.context_length
+        else:
+            policy = HFPolicy(model_dir, device=device, dtype=dtype)
+            context = policy.model.config.max_position_embeddings
+    except (OSError, ValueError, CoevoError) as e:
         typer.secho(f"error: {model_dir}: {e}", fg="red", err=True)
         raise typer.Exit(2) from None
     served_name = name or model_dir.resolve().name
     app = create_app(policy, policy.tokenizer, served_name, api_key=api_key, default_max_tokens=max_tokens,
-                     context_length=policy.model.config.max_position_embeddings,
+                     context_length=context,
                      window_s=batch_window_ms / 1000, max_rows=max_batch, sessions_dir=sessions_dir)
     auth = "bearer key required" if api_key else "no key"
     kept = f", journalled in {sessions_dir}" if sessions_dir else ""

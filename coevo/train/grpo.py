@@ -129,11 +129,10 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from coevo.policy.hf import HFPolicy
     from coevo.train import lora
     from coevo.train.checkpoint import AtomicCheckpoints
     from coevo.train.grpo_log import StepLog, TimeBudget
-    from coevo.train.grpo_rollout import GRPORollout
+    from coevo.train.grpo_rollout import GRPORollout, rollout_policy
     from coevo.train.routing import attach as attach_routing
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -149,8 +148,7 @@ def _make_trainer(model_dir: Path, harness, tasks: list, out_dir: Path, spec: Tr
             model = lora.wrap(model, spec.lora, "training spec", seed=spec.seed)
     # MoE only: replayed or watched rollout routing (hooks on the base model's routers, under LoRA too)
     routing = attach_routing(model.get_base_model() if lora.is_peft(model) else model, spec.routing_replay)
-    dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
-    policy = HFPolicy(model_dir, device=device, dtype=dtype)
+    policy = rollout_policy(model_dir, spec, out_dir, device)
     if spec.screen_samples:
         tasks = _screened(tasks, harness, policy, spec, out_dir, sandboxes)
     if spec.fresh_instances:

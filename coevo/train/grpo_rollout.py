@@ -56,7 +56,8 @@ class _Recorder:
 class GRPORollout:
     def __init__(self, tasks: list, harness, policy, spec: TrainSpec, run_dir: Path | None = None, log=log.warning,
                  sandboxes: tuple[str, dict[str, str] | None] = ("local", None), routing=None):
-        """`policy`: an HFPolicy, the rollout copy of the model (its weights are overwritten every step).
+        """`policy`: the rollout engine (`rollout_policy`): an HFPolicy, the rollout copy of the model, whose
+        weights are overwritten every step, or a VLLMPolicy, pushed the weights every step.
         `sandboxes`: (backend, image_map) of the episodes, as the rollout engine takes them. `routing`: an
         MoE trainer model's `coevo.train.routing.RoutingReplay`, told each step's rows and recorded routing."""
         self.tasks = {t.name: t for t in tasks}
@@ -77,7 +78,7 @@ class GRPORollout:
         t0 = time.monotonic()
         step = self.last_step = trainer.state.global_step
         model = trainer.accelerator.unwrap_model(trainer.model)
-        sync_weights(self.policy.model, model)  # the "weight sync" to the rollout engine (LoRA: merged)
+        self._push_weights(model, step)
         timeline = Timeline()
         recorder = _Recorder(self.policy, timeline)
         trajectories = self._rollout(prompts, recorder, timeline, seed=self.spec.seed * 1_000_003 + step)
@@ -128,6 +129,20 @@ class GRPORollout:
         if self.run_dir is not None and self.spec.save_rollouts:
             save_trajectories(self.run_dir / "rollouts" / f"step-{step + 1}.jsonl", trajectories)
         return {**rows, "coevo_reward": rewards}
+
+    def _push_weights(self, model, step: int) -> None:
+        """The "weight sync" to the rollout engine: merged into the local copy, or saved for a vLLM server
+        to load (a LoRA adapter under a new name, or full weights in place); the last two steps' are kept."""
+        if not hasattr(self.policy, "push_weights"):
+            sync_weights(self.policy.model, model)
+            return
+        import shutil
+
+        folder = (self.run_dir or Path(".")) / "rollout_weights"
+        self.policy.push_weights(model, folder / f"step-{step}")
+        for old in folder.glob("step-*"):
+            if int(old.name.removeprefix("step-")) < step - 1:
+                shutil.rmtree(old, ignore_errors=True)
 
     def _rollout(self, prompts: list[str], recorder: _Recorder, timeline: Timeline,
                  seed: int) -> list[Trajectory]:
@@ -198,6 +213,20 @@ class GRPORollout:
             return coevo_reward
 
         return verifier
+
+
+def rollout_policy(model_dir: Path, spec: TrainSpec, log_dir: Path | None = None, device: str = "auto"):
+    """The engine that samples a training's episodes (`spec.rollout_policy`): coevo's local decoder, or a
+    vLLM server (its log in `log_dir`)."""
+    dtype = {"fp32": "float32", "bf16": "bfloat16"}[spec.rollout_dtype]
+    if spec.rollout_policy.backend == "vllm":
+        from coevo.vllm.policy import VLLMPolicy
+
+        return VLLMPolicy(model_dir, dtype=dtype, **{"seed": spec.seed, "log_dir": log_dir,
+                                                     **spec.rollout_policy.options})
+    from coevo.policy.hf import HFPolicy
+
+    return HFPolicy(model_dir, device=device, dtype=dtype)
 
 
 def rows_from_trajectories(trajectories: list[Trajectory], pad_id: int) -> dict[str, list]:

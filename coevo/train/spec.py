@@ -45,6 +45,19 @@ TRL_FIELDS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "weight_deca
 (coevo.train.grpo.grpo_config); tests/test_grpo.py checks each is still a GRPOConfig field."""
 
 
+class RolloutPolicy(BaseModel):
+    """`backend` plus the backend's own options (coevo.vllm.policy.VLLMPolicy's: base_url, python,
+    max_model_len, kv_cache_gb, extra_args, ...)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    backend: Literal["hf", "vllm"] = "hf"
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
 class TrainSpec(BaseModel):
     """One inner-loop run, whatever trains in it: GRPO (batch shape, TRL loss options, reward, mismatch watch,
     checkpoints), self-SFT on verified successes and its harvest, oracle replay, LoRA; and the weights
@@ -105,6 +118,10 @@ class TrainSpec(BaseModel):
     family the tiny model memorises them: +20 points on its own train tasks, none on new instances."""
     rollout_dtype: Literal["fp32", "bf16"] = "fp32"
     """Precision of the rollout copy of the model (training stays fp32); bf16 shows a real mismatch on CPU."""
+    rollout_policy: RolloutPolicy = Field(default_factory=lambda: RolloutPolicy())
+    """The engine that samples rollouts and harvests: hf, coevo's KV-cached decoder in this process (the
+    CPU default), or vllm, a vLLM server (coevo.vllm) that gets the trainer's weights after every step. A
+    search config's `policy: {backend: vllm, ...}` sets it for every training of the run."""
     routing_replay: bool = False
     """Mixture-of-Experts models only (an error on a dense one): the training forward (GRPO's loss and the
     mismatch watch) takes the experts each sampled token's rollout step chose, with routing weights still from

@@ -97,17 +97,16 @@ def sample_harvest(model_dir: Path, harness, tasks: list, spec: TrainSpec, out: 
     """k = `spec.harvest_samples` episodes per task at the training temperature, sorted (see harvest). The
     episodes are kept in out/harvest.jsonl: a resumed run sorts them again rather than sampling anew."""
     from coevo.harness.fingerprint import fingerprint
-    from coevo.policy.hf import HFPolicy
     from coevo.rollout import load_trajectories, rollout, save_trajectories
     from coevo.train.grpo import training_harness
-    from coevo.train.grpo_rollout import reward_of
+    from coevo.train.grpo_rollout import reward_of, rollout_policy
 
     harness = training_harness(harness, spec)
     episodes = out / "harvest.jsonl"
     if episodes.is_file():
         trajectories = load_trajectories(episodes)
     else:
-        trajectories = rollout(tasks, harness, HFPolicy(model_dir), n_per_task=spec.harvest_samples,
+        trajectories = rollout(tasks, harness, rollout_policy(model_dir, spec, out), n_per_task=spec.harvest_samples,
                                seed=spec.seed, backend=backend, image_map=image_map)
         out.mkdir(parents=True, exist_ok=True)
         save_trajectories(episodes.with_suffix(".staging"), trajectories).rename(episodes)
