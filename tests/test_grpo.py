@@ -204,7 +204,7 @@ def test_spec_overrides_and_errors():
         TrainSpec().with_overrides({"betta": 0.1})
     with pytest.raises(ValueError, match=r"unknown field 'mismatch.act' \(valid: action, min_pearson"):
         TrainSpec().with_overrides({"mismatch.act": "halt"})
-    with pytest.raises(ValueError, match=r"'beta.x': 'beta' is not a section \(sections: mismatch, trl"):
+    with pytest.raises(ValueError, match=r"'beta.x': 'beta' is not a section \(sections: rollout_policy, mismatch, trl"):
         TrainSpec().with_overrides({"beta.x": 1})
     with pytest.raises(ValueError, match="micro_batch_size=3 must divide"):
         spec_from_dict({"tasks_per_step": 2, "group_size": 4, "micro_batch_size": 3}, "cfg.yaml")

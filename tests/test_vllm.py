@@ -4,8 +4,9 @@ coevo's own decoder and as a training forward, a GRPO run whose every rollout sa
 step before (LoRA hot-loaded, and full weights reloaded in place), a rollout in real sandboxes without
 lockstep, and a killed server, which ends its episodes as recorded failures rather than hanging the run.
 
-One server is started for the module (about a minute on 2 cores) and shared, as a search shares it; the
-killed-server test runs last and starts its own.
+One server is started for the module (about a minute on 2 cores) and shared, as a search shares it. The
+full-weights test restarts it (a tied model), so it runs late; the killed-server test runs last and starts
+its own.
 """
 
 from __future__ import annotations
@@ -149,6 +150,40 @@ def test_grpo_on_vllm_samples_each_step_with_the_weights_of_the_step_before(tiny
     assert sorted(p.name for p in (run / "rollout_weights").iterdir()) == ["step-0", "step-1"]
 
 
+def test_a_rollout_in_sandboxes_runs_episodes_on_their_own(vllm, tiny_dense, coin):
+    """No lockstep: each episode asks for its own turns; the trajectories are whole and verified."""
+    from coevo.rollout import rollout
+    from coevo.tasks import load_taskset
+
+    vllm.server.use_weights(tiny_dense)
+    vllm.served, vllm.adapter = vllm.server.model, None
+    trajectories = rollout(load_taskset(coin).tasks, short_harness(), vllm, n_per_task=3, seed=0)
+    assert len(trajectories) == 6 and all(t.status not in ("policy_error", "sandbox_error") for t in trajectories)
+    assert all(len(t.logprobs) == len(t.completion_ids) and t.model_tokens for t in trajectories)
+    assert all(t.reward is not None and t.verify_error is None for t in trajectories)
+
+
+def test_coevo_serve_on_vllm_records_sessions_as_its_own_engine_does(vllm, tiny_dense, coin):
+    """`coevo serve --engine vllm`: the endpoint and its per-episode sessions are coevo's, vLLM generates;
+    an agent's episode through a session is what the session recorded, token for token."""
+    from serve_helpers import MODEL, serving
+
+    from coevo.rollout import rollout
+    from coevo.tasks import load_taskset
+
+    vllm.server.use_weights(tiny_dense)
+    vllm.served, vllm.adapter = vllm.server.model, None
+    with serving(vllm, vllm.tokenizer, context_length=vllm.context_length) as (server, app):
+        agent = make_policy({"backend": "openai", "model": MODEL, "base_url": server.url + "/sessions/ep-0/v1",
+                             "api_key_env": None, "tokenizer": str(tiny_dense)})
+        [episode] = rollout(load_taskset(coin).tasks[:1], short_harness(), agent, seed=0)
+        [recorded] = app.state.served.sessions.pop("ep-0")
+    assert episode.status not in ("policy_error", "sandbox_error") and episode.model_tokens, episode.error
+    n = len(recorded.completion_ids)
+    assert recorded.prompt_ids == episode.prompt_ids and recorded.completion_ids == episode.completion_ids[:n]
+    assert recorded.logprobs == pytest.approx(episode.logprobs[:n], abs=1e-6)
+
+
 def test_full_weights_are_pushed_and_sampled(vllm, hf, tiny_dense, tmp_path):
     """Full-weight training's push: saved and swapped in. The tiny model ties its output layer to its
     embeddings, which vLLM 0.32 cannot reload in place (the output layer kept its old weights): the server
@@ -168,19 +203,6 @@ def test_full_weights_are_pushed_and_sampled(vllm, hf, tiny_dense, tmp_path):
     local = make_policy({"backend": "hf", "model": str(tmp_path / "full"), "device": "cpu"}).generate(requests, greedy)
     assert [c.token_ids for c in reloaded] == [c.token_ids for c in local]
     assert statistics.mean(abs(a - b) for c, d in zip(reloaded, local) for a, b in zip(c.logprobs, d.logprobs)) < 1e-3
-
-
-def test_a_rollout_in_sandboxes_runs_episodes_on_their_own(vllm, tiny_dense, coin):
-    """No lockstep: each episode asks for its own turns; the trajectories are whole and verified."""
-    from coevo.rollout import rollout
-    from coevo.tasks import load_taskset
-
-    vllm.server.use_weights(tiny_dense)
-    vllm.served, vllm.adapter = vllm.server.model, None
-    trajectories = rollout(load_taskset(coin).tasks, short_harness(), vllm, n_per_task=3, seed=0)
-    assert len(trajectories) == 6 and all(t.status not in ("policy_error", "sandbox_error") for t in trajectories)
-    assert all(len(t.logprobs) == len(t.completion_ids) and t.model_tokens for t in trajectories)
-    assert all(t.reward is not None and t.verify_error is None for t in trajectories)
 
 
 def test_a_killed_server_ends_its_episodes_as_recorded_failures(tiny_dense, coin, tmp_path):

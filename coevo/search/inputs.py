@@ -120,6 +120,13 @@ def check_train_and_policy(config: SearchConfig) -> None:
     if backend not in BACKENDS:
         raise SearchError(f"{config.source}: field 'policy.backend': {backend!r} is not a policy backend (valid: "
                           f"{', '.join(BACKENDS)})")
+    if backend == "vllm" and not config.policy.get("base_url"):
+        from coevo.vllm.install import VLLMNotFound, vllm_python
+
+        try:
+            vllm_python(config.policy.get("python"))
+        except VLLMNotFound as e:
+            raise SearchError(f"{config.source}: field 'policy.backend': vllm: {e}") from None
 
 
 def check_greedy(config: SearchConfig, space) -> None:

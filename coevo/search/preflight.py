@@ -135,7 +135,21 @@ def check_model(c: Context) -> str:
     tokenizer = AutoTokenizer.from_pretrained(str(c.config.model))
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError(f"{c.config.model}: the tokenizer has no chat template (tokenizer_config.json)")
-    return f"{c.config.model}: tokenizer with a chat template"
+    return f"{c.config.model}: tokenizer with a chat template{_engine(c.config)}"
+
+
+def _engine(config) -> str:
+    """The vllm backend's python (or server), found before any work: a missing install is this row's error."""
+    policy = config.policy or {}
+    if policy.get("backend") != "vllm":
+        return ""
+    if policy.get("base_url"):
+        return f"; rollouts on the vLLM server at {policy['base_url']}"
+    from coevo.search.inputs import check_train_and_policy
+    from coevo.vllm.install import vllm_python
+
+    check_train_and_policy(config)
+    return f"; rollouts on vLLM, started with {vllm_python(policy.get('python'))} (a minute or more on CPU)"
 
 
 def check_sandbox(c: Context) -> str:

@@ -48,8 +48,10 @@ class Served:
     def vocab_size(self) -> int:
         """Ids a prompt may hold: the model's embedding rows, which can outnumber the tokenizer's tokens (the
         tiny model rounds them up), and the model samples any of them; else the tokenizer's."""
-        config = getattr(getattr(self.engine.policy, "model", None), "config", None)
-        return max(len(self.chat.tokenizer), getattr(config, "vocab_size", 0) or 0)
+        policy = self.engine.policy
+        config = getattr(getattr(policy, "model", None), "config", None)
+        rows = getattr(policy, "vocab_size", None) or getattr(config, "vocab_size", 0) or 0  # vllm: no model here
+        return max(len(self.chat.tokenizer), rows)
 
     def check_model(self, name: str) -> None:
         if name != self.model:

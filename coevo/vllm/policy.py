@@ -22,6 +22,7 @@ repeats itself whatever else the server is doing.
 
 from __future__ import annotations
 
+import json
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -61,6 +62,8 @@ class VLLMPolicy:
         self.model = None
         """No weights in this process (the native path and the GRPO bridge ask)."""
         self.context_length = max_model_len
+        self.vocab_size = json.loads((base / "config.json").read_text())["vocab_size"]
+        """The model's embedding rows, which may outnumber the tokenizer's tokens (`coevo serve` checks ids)."""
         if base_url is not None:
             self.server = VLLMServer(base_url.rstrip("/"), _served_base(base_url))
         else:
@@ -156,7 +159,6 @@ class VLLMPolicy:
 
 def _served_base(base_url: str) -> str:
     """The name of the model a given server serves (its first, or "base" when it names one so)."""
-    import json
     import urllib.request
 
     with urllib.request.urlopen(base_url.rstrip("/") + "/models", timeout=30) as response:
