@@ -95,6 +95,19 @@ def test_samples_of_one_task_differ_and_a_seed_repeats_them(vllm, tiny_dense):
     assert [c.token_ids for c in first] == [c.token_ids for c in again]
 
 
+def test_many_long_seeded_requests_at_once_keep_the_engine_alive(vllm, tiny_dense):
+    """More prompt tokens in flight than one engine step takes: vLLM would prefill them in chunks, which
+    kills its CPU engine for seeded requests (STACK.md); coevo's server prefills them whole."""
+    vllm.server.use_weights(tiny_dense)
+    vllm.served, vllm.adapter = vllm.server.model, None
+    long = [" ".join(f"{p} {i}" for i in range(60)) for p in PROMPTS * 6]
+    requests = [GenerationRequest(r.token_ids, meta={"sample": i}) for i, r in
+                enumerate(chat_requests(vllm.tokenizer, long))]
+    assert sum(len(r.token_ids) for r in requests) > 2 * 2048
+    out = vllm.generate(requests, SamplingParams(temperature=1.0, max_tokens=8, seed=4))
+    assert all(len(c.token_ids) == len(c.logprobs) > 0 for c in out) and vllm.server.alive()
+
+
 def test_a_hot_loaded_adapter_is_what_the_next_request_samples(vllm, tiny_dense, tmp_path):
     """push_weights as a GRPO step calls it: the adapter under a new name; the next logprobs are the
     adapted model's (a training forward of the merged weights) and not the base's."""
@@ -182,6 +195,23 @@ def test_coevo_serve_on_vllm_records_sessions_as_its_own_engine_does(vllm, tiny_
     n = len(recorded.completion_ids)
     assert recorded.prompt_ids == episode.prompt_ids and recorded.completion_ids == episode.completion_ids[:n]
     assert recorded.logprobs == pytest.approx(episode.logprobs[:n], abs=1e-6)
+
+
+def test_a_server_given_by_url_is_used_as_it_is(vllm, tiny_dense, tmp_path):
+    """`base_url`: coevo starts nothing, samples the server's base model, and refuses to push full weights
+    into a server it does not own (adapters only), naming what to do."""
+    from coevo.vllm.server import VLLMError
+
+    vllm.server.use_weights(tiny_dense)
+    vllm.served, vllm.adapter = vllm.server.model, None
+    given = make_policy({"backend": "vllm", "model": str(tiny_dense), "base_url": vllm.server.base_url})
+    assert given.server.process is None and given.served == "base"
+    greedy = SamplingParams(temperature=0.0, max_tokens=8)
+    requests = chat_requests(given.tokenizer)
+    assert [c.token_ids for c in given.generate(requests, greedy)] == \
+        [c.token_ids for c in vllm.generate(requests, greedy)]
+    with pytest.raises(VLLMError, match="takes LoRA adapters only; train with lora.rank > 0"):
+        given.push_weights(training_model(tiny_dense), tmp_path / "full")
 
 
 def test_full_weights_are_pushed_and_sampled(vllm, hf, tiny_dense, tmp_path):

@@ -19,8 +19,9 @@ def fail(message: str) -> None:
 
 def eval_command(
     model: Annotated[str, typer.Option(
-        help="A local Hugging Face model folder or model name (`coevo model list`), 'openai:MODEL' (an "
-             "OpenAI-compatible endpoint), or 'oracle'.")
+        help="A local Hugging Face model folder or model name (`coevo model list`), 'vllm:FOLDER' (that model "
+             "on a vLLM server: `coevo vllm install`, or --base-url), 'openai:MODEL' (an OpenAI-compatible "
+             "endpoint), or 'oracle'.")
     ] = "",
     harness: Annotated[Path | None, typer.Option(help="Harness YAML (harnesses/*.yaml).")] = None,
     tasks: Annotated[Path, typer.Option(help="Folder of Harbor tasks with manifest.json.")] = Path("tasks"),
@@ -28,7 +29,7 @@ def eval_command(
     samples: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 1,
     seed: Annotated[int, typer.Option(help="Sampling and bootstrap seed; same seed, same result.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Trajectories JSONL (default runs/eval/...).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="openai: the endpoint, e.g. http://127.0.0.1:8000/v1.")
+    base_url: Annotated[str | None, typer.Option(help="openai, vllm: the endpoint, e.g. http://127.0.0.1:8000/v1.")
                         ] = None,
     dtype: Annotated[str, typer.Option(help="Local models: float32 or bfloat16.")] = "float32",
     bundle: Annotated[Path | None, typer.Option(help="An exported bundle: its harness and checkpoint.")] = None,
@@ -107,6 +108,11 @@ def build_policy(model: str, harness, tasks, base_url: str | None, dtype: str):
         spec = {"backend": "oracle"}
     elif model.startswith("openai:"):
         spec = {"backend": "openai", "model": model.removeprefix("openai:"), "base_url": base_url}
+    elif model.startswith("vllm:"):  # the checkpoint on a vLLM server: started here, or at --base-url
+        from coevo.models import resolve_model
+
+        spec = {"backend": "vllm", "model": str(resolve_model(model.removeprefix("vllm:"))), "base_url": base_url,
+                "dtype": dtype}
     else:  # a folder, or a model name: coevo.models says what is valid
         from coevo.bundle import check_weights
         from coevo.models import resolve_model

@@ -97,7 +97,8 @@ class VLLMPolicy:
         from openai import OpenAI
 
         with self.server.lock:
-            self.server.use_weights(self.base)
+            if self.server.process is not None:  # a server given by URL holds its own base model
+                self.server.use_weights(self.base)
             if self.adapter is not None and self.served not in self.server.adapters:
                 self.server.load_adapter(self.served, self.adapter)
             if str(self._client.base_url).rstrip("/") != self.server.base_url:  # restarted (a tied model's swap)
@@ -112,6 +113,9 @@ class VLLMPolicy:
         if is_peft(trained):
             trained.save_pretrained(folder)
             self.use_adapter(folder)
+        elif self.server.process is None:
+            raise VLLMError(f"vLLM at {self.server.base_url}: a server coevo did not start takes LoRA adapters only; "
+                            "train with lora.rank > 0, or let coevo start the server (no base_url)")
         else:
             trained.save_pretrained(folder, safe_serialization=True)
             self.base, self.served, self.adapter = Path(folder), self.server.model, None
@@ -122,8 +126,7 @@ class VLLMPolicy:
         for r in requests:
             if not r.token_ids:
                 raise ValueError("VLLMPolicy needs token_ids in every GenerationRequest (got none)")
-        if self.server.process is not None:  # a server given by URL holds what it holds
-            self._hold()
+        self._hold()
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(requests)))) as pool:
             return list(pool.map(lambda r: self._one(r, params), requests))
 

@@ -13,6 +13,9 @@ What the server is started with, and why:
 - `--enable-lora`, VLLM_ALLOW_RUNTIME_LORA_UPDATING: adapters load at run time (`/v1/load_lora_adapter`);
 - VLLM_SERVER_DEV_MODE: `/reset_prefix_cache`, called on every weight update, so that no cached prefix
   computed with older weights is reused, and `/collective_rpc`, which reloads weights;
+- `--no-enable-chunked-prefill`: a prefill cut in chunks discards its sampled token, and on CPU that
+  crashes the engine for a request with its own seed ("CPU Generator does not use offset", vLLM 0.32: the
+  whole server dies); coevo seeds every request, so prompts are prefilled whole;
 - `--seed`, `--max-model-len`, `--dtype` from the policy spec; its log goes to a file, which an error quotes.
 """
 
@@ -178,7 +181,8 @@ def _spawn(model: Path, python: Path, options: ServerOptions, log_dir: Path,
                "--served-model-name", "base", "--host", "127.0.0.1", "--port", str(port),
                "--dtype", options.dtype, "--max-model-len", str(options.max_model_len), "--seed", str(options.seed),
                "--logprobs-mode", "processed_logprobs", "--enable-lora", "--max-lora-rank", str(options.max_lora_rank),
-               "--max-loras", str(options.max_loras), *options.extra_args]
+               "--max-loras", str(options.max_loras), "--no-enable-chunked-prefill",
+               "--max-num-batched-tokens", str(options.max_model_len), *options.extra_args]
     env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True", "VLLM_SERVER_DEV_MODE": "1",
            "VLLM_CPU_KVCACHE_SPACE": str(options.kv_cache_gb), "VLLM_NO_USAGE_STATS": "1",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DO_NOT_TRACK": "1"}
