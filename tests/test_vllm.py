@@ -12,6 +12,7 @@ its own.
 from __future__ import annotations
 
 import statistics
+import time
 
 import pytest
 from policy_contract import SAMPLED, PolicyContract
@@ -95,17 +96,32 @@ def test_samples_of_one_task_differ_and_a_seed_repeats_them(vllm, tiny_dense):
     assert [c.token_ids for c in first] == [c.token_ids for c in again]
 
 
-def test_many_long_seeded_requests_at_once_keep_the_engine_alive(vllm, tiny_dense):
-    """More prompt tokens in flight than one engine step takes: vLLM would prefill them in chunks, which
-    kills its CPU engine for seeded requests (STACK.md); coevo's server prefills them whole."""
+def test_long_seeded_prompts_arriving_while_others_decode_keep_the_engine_alive(vllm, tiny_dense):
+    """More prompt tokens arriving than one engine step takes, while other requests decode: vLLM would
+    prefill them in chunks, which kills its CPU engine for seeded requests (reproduced with
+    `--enable-chunked-prefill`: every request in flight fails with a 500); coevo prefills them whole."""
+    import threading
+
     vllm.server.use_weights(tiny_dense)
     vllm.served, vllm.adapter = vllm.server.model, None
+    decoding = [GenerationRequest(r.token_ids, meta={"sample": i})
+                for i, r in enumerate(chat_requests(vllm.tokenizer, PROMPTS * 2))]
     long = [" ".join(f"{p} {i}" for i in range(60)) for p in PROMPTS * 6]
-    requests = [GenerationRequest(r.token_ids, meta={"sample": i}) for i, r in
-                enumerate(chat_requests(vllm.tokenizer, long))]
-    assert sum(len(r.token_ids) for r in requests) > 2 * 2048
-    out = vllm.generate(requests, SamplingParams(temperature=1.0, max_tokens=8, seed=4))
-    assert all(len(c.token_ids) == len(c.logprobs) > 0 for c in out) and vllm.server.alive()
+    arriving = [GenerationRequest(r.token_ids, meta={"sample": 100 + i})
+                for i, r in enumerate(chat_requests(vllm.tokenizer, long))]
+    assert sum(len(r.token_ids) for r in arriving) > 2 * 2048
+    out = {}
+
+    def ask(name, requests, max_tokens):
+        out[name] = vllm.generate(requests, SamplingParams(temperature=1.0, max_tokens=max_tokens, seed=4))
+
+    first = threading.Thread(target=ask, args=("decoding", decoding, 200))
+    first.start()
+    time.sleep(1.0)
+    ask("arriving", arriving, 8)
+    first.join()
+    assert len(out["decoding"]) == 6 and len(out["arriving"]) == 18 and vllm.server.alive()
+    assert all(len(c.token_ids) == len(c.logprobs) > 0 for c in [*out["decoding"], *out["arriving"]])
 
 
 def test_a_hot_loaded_adapter_is_what_the_next_request_samples(vllm, tiny_dense, tmp_path):
