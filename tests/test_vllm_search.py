@@ -18,9 +18,9 @@ def test_a_nested_search_on_vllm_scores_each_trial_with_its_adapter_loaded_in_th
 
     config = load_config(write_config(
         tmp_path, suite, name="nested-vllm", schedule="n", policy={"backend": "vllm", "max_model_len": 2048},
-        train={"sft_epochs": 1}, overrides={"limits.max_turns": 2, "limits.max_tokens_per_turn": 32},
+        train={"sft_epochs": 1}, overrides={"limits.max_turns": 3, "limits.max_tokens_per_turn": 48},
         splits={"promotion": 4, "test": 4, "held_out": 0},
-        plan={"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 3, "top_k": 1}))
+        plan={"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 3, "top_k": 1}))  # as test_search_nested
     Path(config.space).write_text(NESTED_SPACE)
     try:
         state = Search(config, log=lambda line: None).run()
