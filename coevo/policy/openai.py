@@ -88,14 +88,23 @@ class OpenAIPolicy:
             max_tokens=params.max_tokens, logprobs=1, extra_body=body, **extra,
         )
         choice = response.choices[0]
-        ids = (choice.model_extra or {}).get("token_ids")
-        logprobs = choice.logprobs.token_logprobs if choice.logprobs is not None else None
-        if ids is None or logprobs is None or len(logprobs) != len(ids):
+        ids, logprobs = sampled_tokens(choice)
+        if ids is None:
             raise ValueError(f"openai policy (token mode): {self.base_url} returned no token ids with one logprob "
                              "each; it needs a server that honours return_token_ids (coevo serve, vLLM >= 0.10.2)")
         reason = "length" if choice.finish_reason == "length" else "stop"
         return Completion(_valid_unicode(choice.text), ids, logprobs, finish_reason=reason,
                           logprob_source=(choice.model_extra or {}).get("logprob_source", "model"))
+
+
+def sampled_tokens(choice) -> tuple[list[int] | None, list[float] | None]:
+    """A completions choice's sampled ids and their logprobs (vLLM's `return_token_ids`); (None, None) when
+    the server returned no ids with one logprob each."""
+    ids = (choice.model_extra or {}).get("token_ids")
+    logprobs = choice.logprobs.token_logprobs if choice.logprobs is not None else None
+    if ids is None or logprobs is None or len(logprobs) != len(ids):
+        return None, None
+    return ids, logprobs
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

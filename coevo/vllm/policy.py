@@ -30,6 +30,7 @@ from pathlib import Path
 
 from coevo import Completion, GenerationRequest, SamplingParams
 from coevo.policy.hf import completion_at_stop
+from coevo.policy.openai import sampled_tokens
 from coevo.vllm.server import ServerOptions, VLLMError, VLLMServer, shared_server
 
 
@@ -149,10 +150,8 @@ class VLLMPolicy:
             dead = "" if self.server.alive() else f" (the server has exited with {self.server.process.returncode})"
             raise VLLMError(f"vLLM at {self.server.base_url}: {type(e).__name__}: {e}{dead}"
                             f"{self.server.log_tail(5) if dead else ''}") from None
-        choice = response.choices[0]
-        ids = (choice.model_extra or {}).get("token_ids")
-        logprobs = choice.logprobs.token_logprobs if choice.logprobs is not None else None
-        if ids is None or logprobs is None or len(logprobs) != len(ids):
+        ids, logprobs = sampled_tokens(response.choices[0])
+        if ids is None:
             raise VLLMError(f"vLLM at {self.server.base_url} returned no token ids with one logprob each "
                             "(return_token_ids needs vLLM >= 0.10.2)")
         completion = completion_at_stop(self.tokenizer, self.stop_ids, list(ids), list(logprobs))
