@@ -45,12 +45,12 @@ def summary(rows: list[tuple[int, Search, float]]) -> str:
     for seed, search, seconds in rows:
         state = search.ctx.ledger.state
         v, t = state.verdict, state.test
-        effects = [_triple(v["effects"][name]) for name in ("delta_h", "delta_m", "interaction")]
-        versus = [_triple((g["gain"], g["low"], g["high"])) for g in (v["versus"][a] for a in ARMS)]
-        scores = [f"{t[r]['score']:.3f}" for r in ("baseline", *ARMS, "co-evolved")]
+        effects = [_triple(v.effects[name]) for name in ("delta_h", "delta_m", "interaction")]
+        versus = [_triple((g["gain"], g["low"], g["high"])) for g in (v.versus[a] for a in ARMS)]
+        scores = [f"{t[r].score:.3f}" for r in ("baseline", *ARMS, "co-evolved")]
         lines.append(f"| {seed} | {' | '.join(scores + effects + versus)} | "
-                     f"{'yes' if v['beats_both_arms'] else 'no'} | {seconds / 60:.1f} |")
-    wins = sum(s.ctx.ledger.state.verdict["beats_both_arms"] for _, s, _ in rows)
+                     f"{'yes' if v.beats_both_arms else 'no'} | {seconds / 60:.1f} |")
+    wins = sum(s.ctx.ledger.state.verdict.beats_both_arms for _, s, _ in rows)
     lines += ["", f"Co-evolved beats both fair arms (paired 95% lower bounds above 0) on {wins} of {len(rows)} seeds."]
     phases = {p for _, s, _ in rows for p in s.ctx.ledger.state.timings}
     order = [p for p in rows[0][1].ctx.ledger.state.timings if p in phases]

@@ -220,6 +220,29 @@ def test_a_damaged_state_json_is_refused_naming_the_file(tmp_path):
         load_state(path)
 
 
+def test_a_final_table_written_before_it_was_typed_still_loads_and_prints(tmp_path):
+    """state.json files from before the final table's rows and verdict were typed held plain dicts (a row's
+    `key` among them) and `{}` for no verdict: `coevo report` and `--resume` must still read them."""
+    import json
+
+    from coevo.search.final_table import _ci, verdict
+    from coevo.search.state import load_state
+
+    row = {"overrides": {"format.kind": "json"}, "checkpoint": "g0", "generation": 0, "source": "h1 #2",
+           "score": 0.5, "pass_at_1": 0.25, "ci_low": 0.0, "ci_high": 0.5, "per_task": {"a": 0.5, "b": 0.5},
+           "key": "('format.kind', 'json'), 'g0'", "mean_reward": 0.5, "mean_turns": 2.0, "episodes": 2,
+           "gain": 0.1, "gain_low": 0.0, "gain_high": 0.2,
+           "held_out": {"per_task": {"c": 1.0}, "score": 1.0, "pass_at_1": 1.0, "episodes": 1}}
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"test": {"harness-only": row}, "verdict": {}}))
+    state = load_state(path)
+    assert state.verdict is None and state.test["harness-only"].held_out.per_task == {"c": 1.0}
+    assert _ci(state.test["harness-only"]) == "0.250 [0.000, 0.500]"
+    assert state.test["harness-only"].key == repr(([("format.kind", "json")], "g0"))
+    path.write_text(json.dumps({"verdict": {"effects": {"delta_h": [0.1, 0.0, 0.2]}, "versus": {}}}))
+    assert verdict(load_state(path).verdict, "reward") == "No verdict: the fair single-lever arms did not run."
+
+
 def test_a_trial_killed_before_its_first_heartbeat_is_failed_and_retried_not_waited_on_for_ever(tmp_path):
     """The owner SIGKILLed right as a trial started (benchmarks/faults.py, phase h1) left it RUNNING with no
     heartbeat; Optuna never fails such a trial, and the resumed phase waited on it for ever."""

@@ -62,6 +62,6 @@ def test_a_run_killed_in_the_final_table_resumes_without_scoring_a_pair_twice(su
     runs = client.search_runs([client.get_experiment_by_name(config.name).experiment_id], max_results=1000)
     finished = [r.info.run_name for r in runs if r.info.status == "FINISHED"]
     scored = [n for n in finished if n.startswith(("test ", "held-out "))]
-    distinct = {r["key"] for r in state.test.values()}
+    distinct = {r.key for r in state.test.values()}
     assert len(scored) == len(set(scored)) == 2 * len(distinct)  # each distinct pair once, test and held-out
     assert [r.info.run_name for r in runs if r.info.status == "KILLED"] == ["held-out baseline"]

@@ -103,7 +103,7 @@ def bundle_report(config, state, row: str, record: dict, run_folder: Path) -> di
         "fingerprint": record.get("fingerprint", ""),
         "adapter": adapter_record(run_folder, record["checkpoint"], record.get("trial")),
         "evolved_templates": evolved_lineage(run_folder, record.get("overrides") or {}),
-        "verdict": state.verdict,
+        "verdict": state.verdict and state.verdict.model_dump(),
         "dev": {"objective": config.objective, "score": incumbent.score, "pass_at_1": incumbent.pass_at_1,
                 "ci_low": incumbent.ci_low, "ci_high": incumbent.ci_high}
         if row == "co-evolved" else None,
@@ -132,7 +132,7 @@ def trial_report(config, state, row: str, record: dict, run_folder: Path) -> dic
         "pair": row, "test": None, "table": None, "per_task": record["per_task"],
         "fingerprint": record.get("fingerprint", ""),
         "adapter": adapter_record(run_folder, record["checkpoint"], record["trial"]),
-        "evolved_templates": evolved_lineage(run_folder, record.get("overrides") or {}), "verdict": state.verdict,
+        "evolved_templates": evolved_lineage(run_folder, record.get("overrides") or {}), "verdict": state.verdict and state.verdict.model_dump(),
         "dev": {"objective": config.objective, "score": record["score"], "pass_at_1": record["pass_at_1"],
                 "ci_low": record["ci_low"], "ci_high": record["ci_high"], "tasks": len(record["per_task"] or {})},
         "lineage": {"run": config.name, "run_folder": str(run_folder.resolve()), "mlflow_parent_run": state.parent_run,

@@ -22,7 +22,7 @@ from coevo.search import plots
 from coevo.search.context import RunContext
 from coevo.search.final_table import H0_M_STAR, H_STAR_M0, markdown
 from coevo.search.schedule import HARNESS_ARM, WEIGHTS_ARM
-from coevo.search.state import Pair, RunState
+from coevo.search.state import HeldOut, Pair, RunState, TableRow, Verdict
 
 ROWS = ("baseline", HARNESS_ARM, WEIGHTS_ARM, "co-evolved", H_STAR_M0, H0_M_STAR)
 ARMS = (HARNESS_ARM, WEIGHTS_ARM)
@@ -41,7 +41,7 @@ def row_pairs(state: RunState) -> dict[str, Pair]:
     return rows
 
 
-def test_table(ctx: RunContext, name: str, run_id: str) -> dict[str, dict[str, Any]]:
+def test_table(ctx: RunContext, name: str, run_id: str) -> dict[str, TableRow]:
     """Score the rows (a resumed run skips what it has), then gains, the 2x2 and the verdict, logged to
     MLflow under the parent run and printed."""
     state = ctx.ledger.state
@@ -65,44 +65,46 @@ def _score_row(ctx: RunContext, run_id: str, row: str, pair: Pair) -> None:
     """The row's test record, then its held-out block; identical pairs share one evaluation."""
     state, inputs = ctx.ledger.state, ctx.inputs
     key = pair.key
-    same = next((r for r, v in state.test.items() if v["key"] == key and r != row), None)
+    same = next((r for r, v in state.test.items() if v.key == key and r != row), None)
     if row not in state.test:
         if same is not None:
             # the row keeps its own name for the pair: H* on g0 is "n1 #0" even when the harness-only arm
             # drew the same harness first and was scored under its own name
-            state.test[row] = {**state.test[same], "source": pair.source, "same_as": same}
+            state.test[row] = state.test[same].model_copy(update={"source": pair.source, "same_as": same})
         else:
             scored, report = ctx.evaluator.evaluate(f"test {row}", run_id, pair.overrides, pair.checkpoint,
                                                     pair.generation, pair.source, task_batches=[inputs.test],
                                                     tags={"row": row, "role": "test"})
-            state.test[row] = {**scored.model_dump(), "key": key,
-                               **{k: getattr(report.overall, k) for k in SUMMARY_METRICS}}
+            state.test[row] = TableRow(**{**scored.model_dump(), **summary_of(report)})
         ctx.ledger.save()
     record = state.test[row]
-    if inputs.held_out and "held_out" not in record:
-        if same is not None and "held_out" in state.test[same]:
-            record["held_out"] = state.test[same]["held_out"]
+    if inputs.held_out and record.held_out is None:
+        if same is not None and state.test[same].held_out is not None:
+            record.held_out = state.test[same].held_out
         else:
             scored, report = ctx.evaluator.evaluate(f"held-out {row}", run_id, pair.overrides, pair.checkpoint,
                                                     pair.generation, pair.source, task_batches=[inputs.held_out],
                                                     tags={"row": row, "role": "held_out"})
-            record["held_out"] = {"per_task": scored.per_task, "score": scored.score,
-                                  **{k: getattr(report.overall, k) for k in SUMMARY_METRICS}}
+            record.held_out = HeldOut(per_task=scored.per_task, score=scored.score, **summary_of(report))
         ctx.ledger.save()
 
 
-def conclude(state: RunState, seed: int, sizes: dict[str, int], arms: bool) -> dict[str, Any]:
+def summary_of(report) -> dict[str, Any]:
+    return {k: getattr(report.overall, k) for k in SUMMARY_METRICS}
+
+
+def conclude(state: RunState, seed: int, sizes: dict[str, int], arms: bool) -> Verdict:
     """Gains over the baseline, the 2x2, the verdict against the fair arms, and warnings."""
     from coevo.evaluate.stats import paired_gain, two_by_two
 
     test = state.test
-    base = test["baseline"]["per_task"]
+    base = test["baseline"].per_task
     for record in test.values():
-        g = paired_gain(base, record["per_task"], seed=seed)
-        record["gain"], record["gain_low"], record["gain_high"] = g.gain, g.low, g.high
-    effects = two_by_two(base, test[H0_M_STAR]["per_task"], test[H_STAR_M0]["per_task"],
-                         test["co-evolved"]["per_task"], seed=seed)
-    versus = {arm: paired_gain(test[arm]["per_task"], test["co-evolved"]["per_task"], seed=seed).__dict__
+        g = paired_gain(base, record.per_task, seed=seed)
+        record.gain, record.gain_low, record.gain_high = g.gain, g.low, g.high
+    effects = two_by_two(base, test[H0_M_STAR].per_task, test[H_STAR_M0].per_task, test["co-evolved"].per_task,
+                         seed=seed)
+    versus = {arm: paired_gain(test[arm].per_task, test["co-evolved"].per_task, seed=seed).__dict__
               for arm in ARMS if arm in test}
     beats = bool(versus) and len(versus) == len(ARMS) and all(v["low"] > 0 for v in versus.values())
     warnings = []
@@ -110,34 +112,34 @@ def conclude(state: RunState, seed: int, sizes: dict[str, int], arms: bool) -> d
         if sizes[role] < MIN_TASKS:
             warnings.append(f"the {role} split has only {sizes[role]} tasks (fewer than {MIN_TASKS}): too few to "
                             "decide")
-    if all(len(set(r["per_task"].values())) <= 1 for r in test.values()):
+    if all(len(set(r.per_task.values())) <= 1 for r in test.values()):
         warnings.append("every pair scored all test tasks alike (no variance): the test cannot tell pairs apart")
     if not arms:
         warnings.append("the fair single-lever arms were skipped (arms: false): the table lacks them, "
                         "and there is no verdict")
-    return {"effects": effects, "versus": versus, "beats_both_arms": beats, "warnings": warnings}
+    return Verdict(effects=effects, versus=versus, beats_both_arms=beats, warnings=warnings)
 
 
 def _log(ctx: RunContext, state: RunState) -> None:
     parent, v = state.parent_run, state.verdict
-    metrics = {f"test/{row}/{k}": r[k] for row, r in state.test.items()
+    metrics = {f"test/{row}/{k}": getattr(r, k) for row, r in state.test.items()
                for k in ("pass_at_1", "ci_low", "ci_high", "mean_reward", "score", "gain", "gain_low", "gain_high")}
-    metrics |= {f"held_out/{row}/{k}": r["held_out"][k] for row, r in state.test.items() if "held_out" in r
+    metrics |= {f"held_out/{row}/{k}": getattr(r.held_out, k) for row, r in state.test.items() if r.held_out
                 for k in ("pass_at_1", "ci_low", "ci_high", "mean_reward")}
-    metrics |= {f"test/2x2/{name}{suffix}": value for name, triple in v["effects"].items()
+    metrics |= {f"test/2x2/{name}{suffix}": value for name, triple in v.effects.items()
                 for suffix, value in zip(("", "_low", "_high"), triple, strict=True)}
-    metrics |= {f"test/co-evolved/vs_{arm}/{k}": g[k] for arm, g in v["versus"].items()
+    metrics |= {f"test/co-evolved/vs_{arm}/{k}": g[k] for arm, g in v.versus.items()
                 for k in ("gain", "low", "high", "wins", "losses", "ties")}
-    metrics["test/co-evolved/beats_both_arms"] = float(v["beats_both_arms"])
+    metrics["test/co-evolved/beats_both_arms"] = float(v.beats_both_arms)
     metrics |= {f"wall_seconds/{phase}": s for phase, s in state.timings.items()}
     metrics |= ctx.tracker.trace_metrics()  # this process's: a resumed run counts from its resume
     ctx.tracker.metrics(parent, metrics)
-    ctx.tracker.tags(parent, {"warnings": " | ".join(v["warnings"]) or "none"})
+    ctx.tracker.tags(parent, {"warnings": " | ".join(v.warnings) or "none"})
 
 
 def _json(state: RunState) -> str:
     import json
 
-    rows = {row: {k: v for k, v in r.items() if k != "key"} for row, r in state.test.items()}
-    return json.dumps({"rows": rows, "verdict": state.verdict, "history": [h.model_dump() for h in state.history],
-                       "timings": state.timings}, indent=1)
+    rows = {row: r.model_dump(exclude_none=True) for row, r in state.test.items()}
+    return json.dumps({"rows": rows, "verdict": state.verdict.model_dump(), "history": [
+        h.model_dump() for h in state.history], "timings": state.timings}, indent=1)

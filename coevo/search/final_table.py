@@ -4,7 +4,7 @@ computed, so that `coevo compare`, the benchmark and the tests read the same wor
 
 from __future__ import annotations
 
-from coevo.search.state import RunState
+from coevo.search.state import RunState, Summary, Verdict
 
 H_STAR_M0, H0_M_STAR = "final harness on g0", "base harness on the final checkpoint"
 """The 2x2's two cells that are not rows of their own (H* x M0 and H0 x M*); MLflow names allow no '*'."""
@@ -18,19 +18,19 @@ def markdown(state: RunState, inputs) -> str:
              f"| pair | harness | checkpoint | pass@1 [95% CI] | {objective} | gain vs baseline [95% CI] | turns |",
              "|---|---|---|---|---|---|---|"]
     for row, r in state.test.items():
-        harness = "base" if not r["overrides"] else f"{r['source']} ({len(r['overrides'])} fields)"
-        gain = "—" if row == "baseline" else f"{r['gain']:+.3f} [{r['gain_low']:+.3f}, {r['gain_high']:+.3f}]"
-        lines.append(f"| {row} | {harness} | g{r['generation']} | {_ci(r)} | {r['score']:.3f} | {gain} | "
-                     f"{r['mean_turns']:.1f} |")
+        harness = "base" if not r.overrides else f"{r.source} ({len(r.overrides)} fields)"
+        gain = "—" if row == "baseline" else f"{r.gain:+.3f} [{r.gain_low:+.3f}, {r.gain_high:+.3f}]"
+        lines.append(f"| {row} | {harness} | g{r.generation} | {_ci(r)} | {r.score:.3f} | {gain} | "
+                     f"{r.mean_turns:.1f} |")
     lines += ["", *two_by_two_lines(state, objective), *held_out_lines(state, inputs), *ratchet_lines(state),
               *feedback_lines(state), *budget_lines(state), "", verdict(state.verdict, objective)]
-    lines += [f"Warning: {w}." for w in state.verdict["warnings"]]
+    lines += [f"Warning: {w}." for w in state.verdict.warnings]
     return "\n".join(lines) + "\n"
 
 
 def two_by_two_lines(state: RunState, objective: str) -> list[str]:
-    t, e = state.test, state.verdict["effects"]
-    cell = lambda row: f"{t[row]['score']:.3f}"
+    t, e = state.test, state.verdict.effects
+    cell = lambda row: f"{t[row].score:.3f}"
     triple = lambda name: f"{e[name][0]:+.3f} [{e[name][1]:+.3f}, {e[name][2]:+.3f}]"
     return [f"2x2 on the same test tasks ({objective}):", "",
             "| | generation 0 (M0) | final checkpoint (M*) |", "|---|---|---|",
@@ -45,8 +45,8 @@ def held_out_lines(state: RunState, inputs) -> list[str]:
         return []
     lines = [f"Held-out families, reported apart ({len(inputs.held_out)} tasks; {inputs.origin.get('held_out', '')}):",
              "", "| pair | pass@1 [95% CI] | reward |", "|---|---|---|"]
-    lines += [f"| {row} | {_ci(r['held_out'])} | {r['held_out']['mean_reward']:.3f} |"
-              for row, r in state.test.items() if "held_out" in r]
+    lines += [f"| {row} | {_ci(r.held_out)} | {r.held_out.mean_reward:.3f} |"
+              for row, r in state.test.items() if r.held_out]
     return [*lines, ""]
 
 
@@ -95,16 +95,16 @@ def budget_lines(state: RunState) -> list[str]:
     return lines
 
 
-def verdict(v: dict, objective: str) -> str:
+def verdict(v: Verdict, objective: str) -> str:
     """One sentence: co-evolved against each fair arm (paired, same tasks), and whether both clear zero."""
-    if not v["versus"]:
+    if not v.versus:
         return "No verdict: the fair single-lever arms did not run."
     versus = "; ".join(f"vs {arm} {g['gain']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] ({g['wins']} wins, "
-                       f"{g['losses']} losses)" for arm, g in v["versus"].items())
-    if v["beats_both_arms"]:
+                       f"{g['losses']} losses)" for arm, g in v.versus.items())
+    if v.beats_both_arms:
         return f"Co-evolved beats both fair single-lever arms beyond the paired 95% interval ({objective}: {versus})."
     return f"Co-evolved does not beat both fair single-lever arms beyond the paired 95% interval ({objective}: {versus})."
 
 
-def _ci(r: dict) -> str:
-    return f"{r['pass_at_1']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+def _ci(r: Summary) -> str:
+    return f"{r.pass_at_1:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"

@@ -69,7 +69,7 @@ def log_capability(tracker, run_id: str, history: list[dict], test: dict[str, di
     plt.close(fig)
 
 
-def log_two_by_two(tracker, run_id: str, test: dict[str, dict], verdict: dict) -> None:
+def log_two_by_two(tracker, run_id: str, test: dict, verdict) -> None:
     """The 2x2 as an interaction plot: one line per harness across the two checkpoints. Parallel lines
     mean the levers add; a steeper line for the final harness is a positive interaction."""
     from coevo.search.final_table import H0_M_STAR, H_STAR_M0
@@ -78,9 +78,9 @@ def log_two_by_two(tracker, run_id: str, test: dict[str, dict], verdict: dict) -
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for label, rows in (("base harness (H0)", ("baseline", H0_M_STAR)),
                         ("final harness (H*)", (H_STAR_M0, "co-evolved"))):
-        ax.plot([0, 1], [test[r]["score"] for r in rows], marker="o", label=label)
+        ax.plot([0, 1], [test[r].score for r in rows], marker="o", label=label)
     ax.set_xticks([0, 1], ["generation 0 (M0)", "final checkpoint (M*)"])
-    value, low, high = verdict["effects"]["interaction"]
+    value, low, high = verdict.effects["interaction"]
     ax.set_title(f"test score, 2x2: interaction {value:+.3f} [{low:+.3f}, {high:+.3f}]")
     ax.set_ylabel("search objective on the test tasks")
     ax.legend()
@@ -117,7 +117,7 @@ def draw_search(state, margin: float = 0.0, objective: str = "objective"):
     fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [3, 2]})
     _draw_decisions(left, [h for h in state.history if h["phase"] != "start"], margin)
     if state.test and state.verdict:
-        _draw_cells(right, state.test, state.verdict["effects"], objective)
+        _draw_cells(right, state.test, state.verdict.effects, objective)
     else:
         right.text(0.5, 0.5, "no final table yet", ha="center", va="center", transform=right.transAxes)
         right.set_axis_off()
@@ -153,7 +153,7 @@ def _draw_decisions(ax, decisions: list[dict], margin: float) -> None:
     ax.legend(handles=handles, loc="lower left", fontsize=9)
 
 
-def _draw_cells(ax, test: dict[str, dict], effects: dict, objective: str) -> None:
+def _draw_cells(ax, test: dict, effects: dict, objective: str) -> None:
     from coevo.evaluate.stats import bootstrap_ci
     from coevo.search.final_table import H0_M_STAR, H_STAR_M0
 
@@ -162,17 +162,16 @@ def _draw_cells(ax, test: dict[str, dict], effects: dict, objective: str) -> Non
     for j, (harness, color) in enumerate((("H0", "tab:gray"), ("H*", "tab:green"))):
         for i, model in enumerate(("M0", "M*")):
             row = test[cells[harness, model]]
-            low, high = bootstrap_ci(list(row["per_task"].values()))
+            low, high = bootstrap_ci(list(row.per_task.values()))
             x = i + (j - 0.5) * width
-            ax.bar(x, row["score"], width, color=color, label=f"{'base' if harness == 'H0' else 'final'} harness "
+            ax.bar(x, row.score, width, color=color, label=f"{'base' if harness == 'H0' else 'final'} harness "
                    f"({harness})" if i == 0 else None)
-            ax.errorbar([x], [row["score"]], yerr=[[row["score"] - low], [high - row["score"]]], color="black",
-                        capsize=5)
-            ax.text(x, high + 0.02, f"{row['score']:.3f}", ha="center", fontsize=9)
+            ax.errorbar([x], [row.score], yerr=[[row.score - low], [high - row.score]], color="black", capsize=5)
+            ax.text(x, high + 0.02, f"{row.score:.3f}", ha="center", fontsize=9)
     ax.set_xticks([0, 1], ["generation 0 (M0)", "final checkpoint (M*)"])
     ax.set_ylim(0, 1.12)
     ax.set_ylabel(f"test {objective} (95% bootstrap CI)")
-    n = len(test["baseline"]["per_task"])
+    n = len(test["baseline"].per_task)
     ax.set_title(f"final 2x2 on {n} test tasks")
     lines = [f"{label} {v:+.3f} [{lo:+.3f}, {hi:+.3f}]" for label, (v, lo, hi) in
              (("ΔH", effects["delta_h"]), ("ΔM", effects["delta_m"]), ("I", effects["interaction"]))]

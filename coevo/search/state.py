@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, field_validator, model_validator
 
 TRIAL_ATTRS = ("per_task", "pass_at_1", "ci_low", "ci_high", "mlflow_run", "failures", "fingerprint")
 """The Pair fields an Optuna trial keeps as user attrs (the rest come from its params and its phase)."""
@@ -139,6 +139,61 @@ class Focus(Record):
     """Trials enqueued for it (they count towards the phase's trials)."""
 
 
+class Summary(Record):
+    """An evaluation's summary as the final table keeps it (coevo.outcomes.SUMMARY_METRICS)."""
+
+    pass_at_1: float = 0.0
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    mean_reward: float = 0.0
+    mean_turns: float = 0.0
+    format_error_rate: float = 0.0
+    timeouts: int = 0
+    mean_tokens: float = 0.0
+    episodes: int = 0
+
+
+class HeldOut(Summary):
+    """A row's held-out block: the same pair on the held-out families, reported apart."""
+
+    per_task: dict[str, float] = {}
+    score: float = 0.0
+
+
+class TableRow(Summary, Pair):
+    """One row of the final table: the pair, its test summary, its paired gain over the baseline and its
+    held-out block. Identical pairs share one evaluation (`same_as` names the row that scored it)."""
+
+    same_as: str | None = None
+    gain: float = 0.0
+    gain_low: float = 0.0
+    gain_high: float = 0.0
+    """Paired gain over the baseline in the objective, with its 95% interval (set by `conclude`)."""
+    held_out: HeldOut | None = None
+
+
+class Gain(Record):
+    """Co-evolved's paired gain over a fair arm on the test tasks (coevo.evaluate.stats.PairedGain)."""
+
+    gain: float
+    low: float
+    high: float
+    wins: int
+    losses: int
+    ties: int
+
+
+class Verdict(Record):
+    """What the final table concludes (coevo/search/final.py `conclude`)."""
+
+    effects: dict[str, tuple[float, float, float]]
+    """The 2x2's delta_h, delta_m and interaction: (mean, low, high)."""
+    versus: dict[str, Gain] = {}
+    """Per fair arm: co-evolved's paired gain over it (gain, low, high, wins, losses, ties)."""
+    beats_both_arms: bool = False
+    warnings: list[str] = []
+
+
 class Step(BaseModel):
     """A finished unit of work inside a phase (so a resumed phase skips it)."""
 
@@ -182,11 +237,16 @@ class RunState(BaseModel):
     curriculum: list[dict[str, Any]] = []
     """One record per refresh of the evolve set: generation, retired and added task names, the folder
     (written by curriculum.py as a dict)."""
-    test: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Final table: row name -> Pair fields + test summary (+ its held-out block)."""
-    verdict: dict[str, Any] = {}
+    test: dict[str, TableRow] = {}
+    """Final table: row name -> its pair, test summary and held-out block."""
+    verdict: Verdict | None = None
     """The 2x2's effects, co-evolved against each fair arm, whether it beats both, and warnings."""
     done: bool = False
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _no_verdict(cls, value: Any) -> Any:
+        return value or None  # state.json files written before the verdict was typed hold {} for none
 
     def step(self, key: str) -> Step | None:
         return next((s for s in self.steps if s.key == key), None)
