@@ -73,6 +73,35 @@ def test_each_nested_trial_trains_its_sft_adapter_on_by_grpo_under_its_own_harne
         assert run.data.tags["grpo"] == record["grpo_summary"]
         history = client.get_metric_history(run.info.run_id, "grpo/reward")
         assert sorted(m.step for m in history) == [1, 2]
+        # Inner step 0: the SFT adapter was scored on the first evolve batch before GRPO and reported to the
+        # pruner; the evolve batches of the trained adapter come after it (one batch here: nothing more).
+        assert t.intermediate_values == {0: t.user_attrs["sft_objective"]}
+        check = client.search_runs([run.info.experiment_id],
+                                   filter_string=f"tags.mlflow.runName = '{t.user_attrs['label']} sft eval'")
+        assert len(check) == 1 and check[0].data.tags["adapter"] == str(folder / "sft")
+        assert check[0].data.metrics["objective"] == t.user_attrs["sft_objective"]
+        assert check[0].data.metrics["episodes"] == len(inputs.dev_batches[0]) * inputs.plan.samples
+    inner_pruning_stops_a_trial_before_its_grpo(search, study.study_name)
+
+
+def inner_pruning_stops_a_trial_before_its_grpo(search, study_name: str) -> None:
+    """A trial that the pruner stops at inner step 0 keeps its SFT adapter and never runs GRPO. The median
+    rule's verdict depends on earlier trials' scores, so a threshold above any objective makes it certain
+    here; the check, the report and the stop are the nested phase's own code."""
+    import optuna
+
+    from coevo.search.nested import NestedObjective
+
+    ctx, state = search.ctx, search.ctx.ledger.state
+    probe = optuna.create_study(storage=ctx.storage, study_name=f"{study_name}.probe", direction="maximize",
+                                pruner=optuna.pruners.ThresholdPruner(lower=1.01))
+    objective = NestedObjective(ctx, "n1", state.phase_runs["n1"], probe.study_name, state.baseline)
+    objective.slot = 9
+    probe.optimize(objective, n_trials=1)
+    trial, folder = probe.trials[0], ctx.run_dir / "adapters" / "n1-t9"
+    assert trial.state == optuna.trial.TrialState.PRUNED and list(trial.intermediate_values) == [0]
+    assert (folder / "sft" / "adapter_config.json").is_file()
+    assert not (folder / "grpo").exists() and not (folder / "adapter").exists()
 
 
 def test_a_search_killed_inside_a_trials_grpo_resumes_it_from_its_checkpoint(suite, tmp_path):

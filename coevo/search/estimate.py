@@ -111,6 +111,9 @@ counted) and the warm start are not counted."""
     evolve = plan.trials * plan.dev_tasks * plan.samples
     grpo = (plan.inner_grpo_steps or 0) * train.get("tasks_per_step", 4) * train.get("group_size", 4)
     inner = f" + {plan.inner_grpo_steps} GRPO steps" if grpo else ""  # episodes counted, updates not
+    # with GRPO and pruning, a trial's SFT adapter is first scored on one evolve batch (nested.py)
+    check = -(-plan.dev_tasks // plan.batches) * plan.samples if grpo and config.pruning else 0
+    checked = " + 1 SFT check batch" if check else ""
     gepa = sum(p.evolve.budget for p in c.space.params if isinstance(p, EvolveParam)) if c.space else 0
     parts, skipped = [], [p.name for p in phases if p.kind in (Kind.W0, Kind.W)]
     for p in phases:
@@ -120,7 +123,7 @@ counted) and the warm start are not counted."""
                               model=evolve + gepa))
         elif p.kind is Kind.N:
             parts.append(Part(f"{p.name}: {plan.trials} trials x ({plan.dev_tasks} dev + {replays} replays + "
-                              f"1 training{inner})", model=evolve + plan.trials * (harvest + grpo),
+                              f"1 training{inner}{checked})", model=evolve + plan.trials * (harvest + grpo + check),
                               oracle=plan.trials * replays, trainings=plan.trials, examples=replays))
     decisions = count(phases, Kind.H) + 2 * count(phases, Kind.W) + n_phases
     if config.arms:

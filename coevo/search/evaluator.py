@@ -38,14 +38,15 @@ class Evaluator:
         if self._policy_cache is None or self._policy_cache[0] != checkpoint:  # vllm: one server, weights swapped
             model_spec = {"backend": "hf", **spec, "model": checkpoint}
             if model_spec["backend"] == "vllm":
-                model_spec.setdefault("log_dir", str(self.inputs.config.run_dir))
+                model_spec = {**vllm_defaults(config), **model_spec}
             self._policy_cache = (checkpoint, make_policy(model_spec))
         return self._policy_cache[1]
 
     def evaluate(self, name: str, parent: str, overrides: dict[str, Any], checkpoint: str, generation: int,
                  source: str, task_batches: list[list] | None = None, trial=None, tags: dict | None = None,
-                 train: dict | None = None) -> tuple[Pair, Any]:
-        """Score a pair (dev batches by default) in its own MLflow run; raises Pruned or the failure."""
+                 train: dict | None = None, first_step: int = 0) -> tuple[Pair, Any]:
+        """Score a pair (dev batches by default) in its own MLflow run; raises Pruned or the failure. With a
+        `trial`, the running objective is reported to its pruner from step `first_step` on."""
         from coevo.harness.fingerprint import fingerprint
 
         config, tracker = self.inputs.config, self.tracker
@@ -59,9 +60,10 @@ class Evaluator:
             tracker.params(run_id, {**params, **{f"train.{k}": v for k, v in (train or {}).items()}})
             task_batches = task_batches or self.evolve_batches
             policy = self.policy(harness, checkpoint, [t for b in task_batches for t in b])
+            partial = lambda i, v, n: tracker.metrics(
+                run_id, {f"partial_{config.objective}": v, "episodes_so_far": n}, step=i)
             report = score(task_batches, harness, policy, self.inputs.plan.samples, config.seed, config.sandbox,
-                           trial=trial, objective=config.objective, on_batch=lambda i, v, n: tracker.metrics(
-                               run_id, {f"partial_{config.objective}": v, "episodes_so_far": n}, step=i))
+                           trial=trial, objective=config.objective, first_step=first_step, on_batch=partial)
         except Pruned as p:
             tracker.tags(run_id, {"state": "PRUNED", "pruned_after_batch": p.step + 1})
             tracker.summary(run_id, p.partial)
@@ -101,6 +103,17 @@ class Evaluator:
         return Pair(overrides=overrides, train=train or {}, checkpoint=checkpoint, generation=generation,
                     source=source, score=value, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
                     per_task=per_task, mlflow_run=run_id, fingerprint=fingerprint(harness), failures=failures)
+
+
+def vllm_defaults(config) -> dict[str, Any]:
+    """What every vLLM policy of a search shares unless its `policy` says otherwise, so that scoring and
+    training run on one server: its log in the run folder, and the smallest --max-lora-rank that holds the
+    run's adapters (on vLLM's CPU build LoRA's cost grows with it)."""
+    from coevo.search.inner import LORA_RANK
+    from coevo.vllm.server import lora_rank_for
+
+    rank = (config.train.get("lora") or {}).get("rank") or LORA_RANK
+    return {"log_dir": str(config.run_dir), "max_lora_rank": lora_rank_for(rank)}
 
 
 def _trace_tags(name: str, checkpoint: str, tags: dict | None) -> dict[str, str]:

@@ -6,7 +6,9 @@ adapter trained from a start checkpoint under one harness.
 1. SFT. Token rows rendered under the harness (`training_rows`): the train tasks' oracle episodes that the
    verifier passes, plus the start model's own verified successes when `train.mode` is sft or auto. A fresh
    adapter (`train.lora`, rank 8 when the config trains full weights) learns them by LoRA SFT.
-2. GRPO, when `plan.inner_grpo_steps` > 0. The same adapter goes on learning by GRPO
+2. GRPO, when `plan.inner_grpo_steps` > 0. A nested trial first scores the SFT adapter on the first
+   evolve batch and reports it to Optuna's pruner as inner step 0 (`after_sft`): a pair the pruner stops
+   there costs one batch instead of its GRPO steps. Then the same adapter goes on learning by GRPO
    (coevo.train.grpo) under the same harness, on the train tasks, from its own sampled episodes.
    SFT teaches the harness's format from demonstrations. GRPO then reinforces what the adapted model
    itself gets right under that harness, so that a harness is scored on weights that practised it.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +46,11 @@ ARTIFACT_BYTES = 20 << 20
 
 
 def train_adapter(ctx: RunContext, start: Pair, overrides: dict[str, Any], train: dict[str, Any], folder: Path,
-                  seed: int | None = None) -> tuple[Path, dict]:
+                  seed: int | None = None, after_sft: Callable[[Path], None] | None = None) -> tuple[Path, dict]:
     """A LoRA adapter trained from `start`'s checkpoint under the harness of `overrides`, in folder/adapter
     (reused when already published for the same overrides and train values); returns it and what it was
-    trained on (folder/nested.json)."""
+    trained on (folder/nested.json). When GRPO steps follow SFT, `after_sft` is given the SFT adapter
+    first: the nested trial's inner pruning point, which may stop the trial before its GRPO steps."""
     from coevo.harness.fingerprint import fingerprint
     from coevo.search.weights import train_spec
     from coevo.train.lora import LoraSpec
@@ -62,6 +66,8 @@ def train_adapter(ctx: RunContext, start: Pair, overrides: dict[str, Any], train
     steps = ctx.inputs.plan.inner_grpo_steps or 0
     sft = folder / "sft" if steps else adapter
     numbers = sft_adapter(ctx, start, harness, spec, folder, sft)
+    if steps and after_sft is not None:
+        after_sft(sft)
     info = {"harness_fingerprint": fingerprint(harness), "overrides": overrides, "train": train,
             "base": start.checkpoint, "seed": spec.seed, "lora": lora.model_dump(), **numbers}
     if steps:

@@ -14,7 +14,9 @@ that learned H0's format. So here a harness is only ever scored with weights tra
    `plan.inner_grpo_steps` > 0, goes on training that adapter by GRPO under H on the train tasks
    (coevo/search/inner.py: the inner loop, its folder layout and its resume);
 4. scores the pair (H, adapter) on the evolve set batch by batch, reporting after each batch to Optuna's
-   pruner, which may stop it.
+   pruner, which may stop it. With GRPO steps, the SFT adapter is first scored on the first evolve batch
+   and reported as step 0, so the pruner can stop a bad pair before its GRPO steps (the evolve batches
+   then report as steps 1, 2, ...).
 
 Each trial's adapter lives in runs/<name>/adapters/<phase>-t<k>/adapter (peft's folder over the start
 weights, published by rename), beside what it was trained on (coevo/search/inner.py). Trials are scored
@@ -35,14 +37,17 @@ start pair and GEPA's texts. A worker's trial is named by its number, in adapter
 the owner's loop counts it towards the budget, so the owner's slots skip the numbers that workers filled;
 a published adapter is reused only when it was trained under the trial's own values.
 
-Where this departs from issue 36: a trial is scored once, after its whole inner loop, on each evolve batch
-(the pruning points are the evolve batches, not inner steps); no trial starts from an earlier trial's
-adapter (no PBT); and adapters are merged for the best pair of a phase rather than only on `coevo export`.
+Where this departs from issue 36: the inner pruning point is one (after SFT, before GRPO), not one every
+few GRPO steps, because each check costs an evolve batch and GRPO's learning-rate schedule is set for the
+whole run; no trial starts from an earlier trial's adapter (no PBT); and adapters are merged for the best
+pair of a phase rather than only on `coevo export`.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from coevo.search.context import RunContext
@@ -99,16 +104,19 @@ class NestedObjective:
             label, folder = f"{self.name} #{self.slot}", f"{self.name}-t{self.slot}"
         trial_run = ctx.tracker.start(label, self.run_id, {"phase": self.name, "trial": trial.number,
                                                            "study": self.study_name, "nested": "1"})
+        inner = self.judges_sft
+        check = self.sft_check(trial, trial_run, label, overrides, train) if inner else None
         try:
             adapter, info = train_adapter(ctx, self.start, overrides, train, ctx.run_dir / "adapters" / folder,
-                                          seed=ctx.inputs.config.seed + self.start.generation)
+                                          seed=ctx.inputs.config.seed + self.start.generation, after_sft=check)
             record_training(ctx, trial_run, adapter, info)
             trial.set_user_attr("adapter", str(adapter))
             trial.set_user_attr("trained_fingerprint", info["harness_fingerprint"])
             tags = {"trial": trial.number, "study": self.study_name, "adapter": str(adapter),
                     "trained_fingerprint": info["harness_fingerprint"]}  # what coevo ui shows beside the score
             pair, _ = ctx.evaluator.evaluate(f"{label} eval", trial_run, overrides, str(adapter),
-                                             self.start.generation + 1, label, trial=trial, train=train, tags=tags)
+                                             self.start.generation + 1, label, trial=trial, train=train, tags=tags,
+                                             first_step=1 if inner else 0)
         except Pruned as p:
             ctx.tracker.end(trial_run)
             ctx.log(f"{label}: {p}")
@@ -127,6 +135,33 @@ class NestedObjective:
         ctx.log(f"{label}: dev {pair.brief()} ({info['oracle_examples']} oracle + {info['own_examples']} own "
                 "examples)")
         return pair.score
+
+    @property
+    def judges_sft(self) -> bool:
+        """Whether a trial's SFT adapter is scored before its GRPO steps (an inner pruning point): only when
+        GRPO steps follow and the config prunes."""
+        return bool(self.ctx.inputs.plan.inner_grpo_steps) and self.ctx.inputs.config.pruning
+
+    def sft_check(self, trial, trial_run: str, label: str, overrides: dict[str, Any],
+                  train: dict[str, Any]) -> Callable[[Path], None]:
+        """Inner step 0: the SFT adapter scored on the first evolve batch and reported to the pruner, which
+        may stop the trial there (Pruned) instead of after its GRPO steps. A resumed trial whose SFT
+        adapter was published scores it again (the same episodes: the batch's seed is fixed)."""
+        from coevo.search.scoring import Pruned
+
+        def check(sft: Path) -> None:
+            pair, report = self.ctx.evaluator.evaluate(
+                f"{label} sft eval", trial_run, overrides, str(sft), self.start.generation + 1, label,
+                task_batches=self.ctx.evaluator.evolve_batches[:1], train=train,
+                tags={"trial": trial.number, "study": self.study_name, "role": "inner", "adapter": str(sft)})
+            trial.report(pair.score, 0)
+            trial.set_user_attr("sft_objective", pair.score)
+            self.ctx.tracker.metrics(trial_run, {"inner/sft_objective": pair.score})
+            self.ctx.log(f"{label}: SFT adapter on evolve batch 1: objective {pair.score:.3f}")
+            if trial.should_prune():
+                raise Pruned(0, pair.score, report, where="after its SFT, before its GRPO steps")
+
+        return check
 
 
 def trial_pair(ctx: RunContext, trial, start: Pair) -> Pair:

@@ -58,16 +58,17 @@ def objective_of(result: EvalReport, objective: str) -> tuple[float, dict[str, f
 class Pruned(Exception):
     """The trial was stopped after a batch; `partial` holds what was scored."""
 
-    def __init__(self, step: int, value: float, partial: EvalReport):
-        super().__init__(f"pruned after batch {step + 1} at pass rate {value:.3f}")
+    def __init__(self, step: int, value: float, partial: EvalReport, where: str = ""):
+        super().__init__(f"pruned {where or f'after batch {step + 1}'} at objective {value:.3f}")
         self.step, self.value, self.partial = step, value, partial
 
 
 def score(task_batches: list[list], harness, policy, samples: int, seed: int, sandbox: str = "local",
           trial=None, on_batch: Callable[[int, float, int], None] | None = None,
-          objective: str = "pass_at_1") -> EvalReport:
-    """Roll out every batch; with an Optuna `trial`, report the running objective after each batch and
-    raise `Pruned` when the pruner says so. Episodes per batch use seed + batch index."""
+          objective: str = "pass_at_1", first_step: int = 0) -> EvalReport:
+    """Roll out every batch; with an Optuna `trial`, report the running objective after each batch (as
+    step first_step + batch index: a nested trial has reported its inner steps before) and raise `Pruned`
+    when the pruner says so. Episodes per batch use seed + batch index."""
     from coevo.rollout import rollout
     from coevo.sandbox import make_sandbox
 
@@ -80,7 +81,7 @@ def score(task_batches: list[list], harness, policy, samples: int, seed: int, sa
         if on_batch is not None:
             on_batch(i, value, len(trajectories))
         if trial is not None and i < len(task_batches) - 1:
-            trial.report(value, i)
+            trial.report(value, first_step + i)
             if trial.should_prune():
                 raise Pruned(i, value, partial_report)
     return report(trajectories, seed)

@@ -69,12 +69,14 @@ def make_sampler(kind: str, seed: int, trials: int) -> optuna.samplers.BaseSampl
                                           n_startup_trials=max(2, trials // 3))
 
 
-def make_pruner(enabled: bool, batches: int = 4) -> optuna.pruners.BasePruner:
+def make_pruner(enabled: bool, batches: int = 4, inner: bool = False) -> optuna.pruners.BasePruner:
     if not enabled:
         return optuna.pruners.NopPruner()
-    # Prune a trial whose pass rate after a dev batch is below the median of earlier trials at that batch.
-    # With 3+ batches the first is never a pruning point: one small batch is too noisy to judge by.
-    return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1 if batches >= 3 else 0)
+    # Prune a trial whose objective after a dev batch is below the median of earlier trials at that batch.
+    # With 3+ batches the first is never a pruning point: one small batch is too noisy to judge by. A nested
+    # trial's step 0 (`inner`: its SFT adapter on the first batch) is one, because what it saves is the
+    # trial's GRPO steps, each worth several batches.
+    return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1 if batches >= 3 and not inner else 0)
 
 
 def open_study(storage, name: str, sampler, pruner) -> optuna.Study:
@@ -88,8 +90,11 @@ def phase_study(ctx, phase: str, seed: int | None = None, trials: int = 0, prune
     `trials` (None: Optuna's default, for a study only read or one whose caller sets a sampler per trial);
     the pruner judges the evolve batches unless `prune` or the config's `pruning` is off."""
     config = ctx.inputs.config
+    from coevo.search.schedule import Kind, kind_of
+
     sampler = None if seed is None else make_sampler(config.sampler, seed, trials)
-    pruner = make_pruner(prune and config.pruning, len(ctx.inputs.dev_batches))
+    inner = kind_of(phase) is Kind.N and bool(ctx.inputs.plan.inner_grpo_steps)
+    pruner = make_pruner(prune and config.pruning, len(ctx.inputs.dev_batches), inner)
     return open_study(ctx.storage, f"{config.name}.{phase}", sampler, pruner)
 
 
