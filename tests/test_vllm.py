@@ -124,30 +124,60 @@ def test_long_seeded_prompts_arriving_while_others_decode_keep_the_engine_alive(
     assert all(len(c.token_ids) == len(c.logprobs) > 0 for c in [*out["decoding"], *out["arriving"]])
 
 
-def test_a_hot_loaded_adapter_is_what_the_next_request_samples(vllm, tiny_dense, tmp_path):
-    """push_weights as a GRPO step calls it: the adapter under a new name; the next logprobs are the
-    adapted model's (a training forward of the merged weights) and not the base's."""
+def moved_adapter(tiny_dense):
+    """A LoRA-wrapped tiny model whose adapter moves the logprobs (as a GRPO update would)."""
     import torch
 
     from coevo.train import lora
-    from coevo.train import mismatch as mm
     from coevo.train.lora import LoraSpec
 
     model = lora.wrap(training_model(tiny_dense), LoraSpec(rank=8), "test", seed=0)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:
-                p.normal_(0, 0.05)  # an update that moves the logprobs
-    vllm.push_weights(model, tmp_path / "step-1")
-    assert vllm.served.startswith("adapter-") and vllm.served in vllm.server.adapters
-    requests = chat_requests(vllm.tokenizer)
-    sampled = vllm.generate(requests, SamplingParams(temperature=1.0, max_tokens=24, seed=2))
+                p.normal_(0, 0.05)
+    return model
+
+
+def sampled_against(policy, model, tiny_dense):
+    """What `policy` samples, measured against the adapted model's training forward and the base's."""
+    from coevo.train import mismatch as mm
+
+    requests = chat_requests(policy.tokenizer)
+    sampled = policy.generate(requests, SamplingParams(temperature=1.0, max_tokens=24, seed=2))
     prompts, completions = [r.token_ids for r in requests], [c.token_ids for c in sampled]
     masks = [[1] * len(c) for c in completions]
     rollout_lp = [c.logprobs for c in sampled]
-    adapted = mm.measure(mm.trainer_logprobs(model, prompts, completions, vllm.pad_id, 4), rollout_lp, masks)
-    base = mm.measure(mm.trainer_logprobs(training_model(tiny_dense), prompts, completions, vllm.pad_id, 4),
+    adapted = mm.measure(mm.trainer_logprobs(model, prompts, completions, policy.pad_id, 4), rollout_lp, masks)
+    base = mm.measure(mm.trainer_logprobs(training_model(tiny_dense), prompts, completions, policy.pad_id, 4),
                       rollout_lp, masks)
+    return adapted, base
+
+
+def test_a_hot_loaded_adapter_is_what_the_next_request_samples(vllm, tiny_dense, tmp_path):
+    """push_weights as a GRPO step calls it: the adapter under a new name; the next logprobs are the
+    adapted model's (a training forward of the merged weights) and not the base's."""
+    model = moved_adapter(tiny_dense)
+    vllm.push_weights(model, tmp_path / "step-1")
+    assert vllm.served.startswith("adapter-") and vllm.served in vllm.server.adapters
+    adapted, base = sampled_against(vllm, model, tiny_dense)
+    assert adapted.max_abs_diff < 1e-3, adapted
+    assert base.max_abs_diff > 0.05, base
+
+
+def test_a_merged_adapter_is_reloaded_in_place_and_sampled(vllm, tiny_dense, tmp_path):
+    """`adapters: merge` (for vLLM's CPU build, where LoRA prefills are slow): the adapter is merged into a
+    full folder and reloaded in place, with no restart although the model ties its output layer (the merge
+    leaves the embeddings as they were); the next logprobs are the adapted model's."""
+    model = moved_adapter(tiny_dense)
+    model.save_pretrained(tmp_path / "adapter")
+    process = vllm.server.process
+    merged = make_policy({"backend": "vllm", "model": str(tmp_path / "adapter"), "max_model_len": 2048,
+                          "log_dir": str(tmp_path), "adapters": "merge"})
+    assert merged.server is vllm.server and merged.adapter is None and merged.served == vllm.server.model
+    assert merged.base.parent == tmp_path / "vllm-merged"
+    adapted, base = sampled_against(merged, model, tiny_dense)
+    assert vllm.server.process is process and vllm.server.weights == str(merged.base.resolve())
     assert adapted.max_abs_diff < 1e-3, adapted
     assert base.max_abs_diff > 0.05, base
 
@@ -251,8 +281,10 @@ def test_full_weights_are_pushed_and_sampled(vllm, hf, tiny_dense, tmp_path):
     assert statistics.mean(abs(a - b) for c, d in zip(reloaded, local) for a, b in zip(c.logprobs, d.logprobs)) < 1e-3
 
 
-def test_a_killed_server_ends_its_episodes_as_recorded_failures(tiny_dense, coin, tmp_path):
-    """SIGKILL the server mid-run: every episode ends as policy_error naming vLLM, and the rollout returns."""
+def test_a_killed_server_ends_its_episodes_as_recorded_failures_or_is_started_again(tiny_dense, coin, tmp_path):
+    """SIGKILL the server: with no restart left, every episode ends as policy_error naming vLLM and its exit,
+    and the rollout returns; with one, the next request starts it again on the same weights and the
+    episodes run."""
     import os
     import signal
 
@@ -262,10 +294,17 @@ def test_a_killed_server_ends_its_episodes_as_recorded_failures(tiny_dense, coin
 
     stop_all()  # a server of its own: killing the module's would leave nothing to compare
     policy = make_policy({"backend": "vllm", "model": str(tiny_dense), "max_model_len": 2048,
-                          "log_dir": str(tmp_path)})
+                          "log_dir": str(tmp_path), "max_restarts": 0})
     os.killpg(policy.server.process.pid, signal.SIGKILL)
     policy.server.process.wait(timeout=30)
-    trajectories = rollout(load_taskset(coin).tasks, short_harness(), policy, n_per_task=2, seed=0)
+    tasks = load_taskset(coin).tasks
+    trajectories = rollout(tasks, short_harness(), policy, n_per_task=2, seed=0)
     assert {t.status for t in trajectories} == {"policy_error"}
-    assert all("vLLM" in t.error and "exited" in t.error for t in trajectories), trajectories[0].error
+    assert all("vLLM" in t.error and "exited with -9" in t.error and "max_restarts 0" in t.error
+               for t in trajectories), trajectories[0].error
+    policy.max_restarts = 1
+    trajectories = rollout(tasks, short_harness(), policy, n_per_task=2, seed=0)
+    assert "policy_error" not in {t.status for t in trajectories}, trajectories[0].error
+    assert policy.server.restarts == 1 and policy.server.alive()
+    assert all(t.model_tokens for t in trajectories)  # sampled by the restarted server
     stop_all()

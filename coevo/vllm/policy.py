@@ -15,6 +15,14 @@ hot-loaded by name (`use_adapter`). After each GRPO step `push_weights` saves th
 loads it under a new name, so step k+1 samples step k's weights; full weights are saved and reloaded in
 place (coevo.vllm.server).
 
+A server that dies is started again by the next request's `_hold` (at most `max_restarts` times); the
+requests in flight when it died fail, and their episodes are recorded as policy errors.
+
+On vLLM's CPU build LoRA is slow: its ops copy each token's adapter at the server's maximum rank, and a
+1,400-token prompt prefilled 4.5x slower through an adapter of rank 16 than through the base (RESULTS.md).
+There `adapters: merge` serves a nested trial's adapter merged into a full folder instead, reloaded in
+place (the merge leaves the embeddings, and so a tied output layer, as they were).
+
 Seeds: each request's seed mixes `SamplingParams.seed` with the episode's sample index and its prompt, so
 the samples of one task differ, the turns of one episode do not replay one draw, and a seeded rollout
 repeats itself whatever else the server is doing.
@@ -23,6 +31,7 @@ repeats itself whatever else the server is doing.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -41,9 +50,14 @@ class VLLMPolicy:
     def __init__(self, model: str | Path, base_url: str | None = None, python: str | None = None,
                  dtype: str = "float32", max_model_len: int = 4096, max_lora_rank: int = 64, seed: int = 0,
                  kv_cache_gb: int = 2, extra_args: list[str] | tuple[str, ...] = (), concurrency: int = 64,
-                 timeout_s: float = 600.0, log_dir: str | Path | None = None, start_timeout_s: float = 900.0):
+                 timeout_s: float = 600.0, log_dir: str | Path | None = None, start_timeout_s: float = 900.0,
+                 max_restarts: int = 2, adapters: str = "lora"):
         """`base_url`: a running vLLM server (its /v1) that serves the base model under the name "base" or
-        as its only model; else one is started with `python` (coevo.vllm.install.vllm_python finds one)."""
+        as its only model; else one is started with `python` (coevo.vllm.install.vllm_python finds one).
+        A started server that dies is started again up to `max_restarts` times (VLLMServer.revive).
+        `adapters`: how a LoRA adapter `model` is served: "lora" hot-loads it over the base; "merge" merges it
+        into a full folder (under log_dir) and reloads the server's weights in place, which is what to use
+        on vLLM's CPU build, where LoRA prefills run 4.5x slower (RESULTS.md)."""
         from openai import OpenAI
         from transformers import AutoTokenizer
 
@@ -55,7 +69,17 @@ class VLLMPolicy:
         adapter = self.path if is_adapter(self.path) else None
         if adapter is None and (self.path / ADAPTER / "adapter_config.json").is_file():
             adapter = self.path / ADAPTER  # a LoRA GRPO checkpoint: merged, with its adapter beside
+        if adapters not in ("lora", "merge"):
+            raise VLLMError(f"policy.adapters: {adapters!r} is not one of 'lora' (hot-loaded) or 'merge'")
+        if adapters == "merge" and base_url is not None:
+            raise VLLMError("policy.adapters 'merge' swaps full weights, which coevo does only in a server it "
+                            "starts; with base_url, adapters are hot-loaded (adapters: lora)")
+        self.merge = adapters == "merge"
+        self.log_dir = Path(log_dir or tempfile.gettempdir())
         base = adapter_base(adapter) if adapter is not None else self.path
+        if adapter is not None and self.merge:
+            base = self.path if adapter == self.path / ADAPTER else merged_copy(adapter, self.log_dir)
+            adapter = None  # a GRPO checkpoint folder is merged already, its adapter beside
         self.base = base
         self.tokenizer = AutoTokenizer.from_pretrained(base)
         self.stop_ids = stop_token_ids(self.tokenizer)
@@ -79,6 +103,7 @@ class VLLMPolicy:
         self._client = OpenAI(api_key="EMPTY", base_url=self.server.base_url, timeout=timeout_s, max_retries=0)
         self._timeout_s = timeout_s
         self._updates = 0
+        self.max_restarts = max_restarts
         if adapter is not None:
             self.use_adapter(adapter)
 
@@ -99,6 +124,7 @@ class VLLMPolicy:
 
         with self.server.lock:
             if self.server.process is not None:  # a server given by URL holds its own base model
+                self.server.revive(self.max_restarts)
                 self.server.use_weights(self.base)
             if self.adapter is not None and self.served not in self.server.adapters:
                 self.server.load_adapter(self.served, self.adapter)
@@ -108,10 +134,15 @@ class VLLMPolicy:
 
     def push_weights(self, trained, folder: Path) -> None:
         """The GRPO step's weight sync, into `folder`: a LoRA trainer's adapter is saved and hot-loaded under
-        a new name; full weights are saved and reloaded in place. Either way the prefix cache is reset."""
+        a new name (with `adapters: merge`, merged and reloaded); full weights are saved and reloaded in
+        place. Either way the prefix cache is reset."""
         from coevo.train.lora import is_peft
 
-        if is_peft(trained):
+        if is_peft(trained) and self.merge:
+            trained.save_pretrained(folder)
+            self.base, self.served, self.adapter = merged_copy(Path(folder), self.log_dir), self.server.model, None
+            self._hold()
+        elif is_peft(trained):
             trained.save_pretrained(folder)
             self.use_adapter(folder)
         elif self.server.process is None:
@@ -157,6 +188,27 @@ class VLLMPolicy:
         completion = completion_at_stop(self.tokenizer, self.stop_ids, list(ids), list(logprobs))
         completion.seconds = time.monotonic() - t
         return completion
+
+
+def merged_copy(adapter: Path, log_dir: Path, keep: int = 4) -> Path:
+    """`adapter` merged into its base, as a full model folder in log_dir/vllm-merged (made once per version
+    of the adapter's weights; beyond the newest `keep`, older folders are removed)."""
+    import shutil
+
+    from coevo.train.lora import merge_adapter
+
+    root = log_dir / "vllm-merged"
+    version = (adapter / "adapter_model.safetensors").stat().st_mtime_ns
+    out = root / f"{adapter.parent.name}-{zlib.crc32(f'{adapter.resolve()}:{version}'.encode()):08x}"
+    if not (out / "config.json").is_file():
+        staging = out.with_name(out.name + ".staging")
+        shutil.rmtree(staging, ignore_errors=True)
+        merge_adapter(adapter, staging)
+        staging.rename(out)
+    folders = sorted((f for f in root.iterdir() if f.is_dir() and f != out), key=lambda f: f.stat().st_mtime)
+    for old in folders[: max(0, len(folders) - keep + 1)]:
+        shutil.rmtree(old, ignore_errors=True)
+    return out
 
 
 def _served_base(base_url: str) -> str:

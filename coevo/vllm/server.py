@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -35,9 +36,21 @@ from pathlib import Path
 
 from coevo.errors import CoevoError
 
+logger = logging.getLogger(__name__)
+
 
 class VLLMError(CoevoError):
     """The vLLM server did not start, died, or refused a request: the message says which and quotes its log."""
+
+
+MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The values vLLM 0.32 takes for --max-lora-rank."""
+
+
+def lora_rank_for(rank: int) -> int:
+    """The smallest --max-lora-rank that holds adapters of `rank`. On CPU vLLM's LoRA ops copy every token's
+    adapter weights at the maximum rank (vllm/lora/ops/torch_ops), so a larger one costs time in proportion."""
+    return next((r for r in MAX_LORA_RANKS if r >= rank), MAX_LORA_RANKS[-1])
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,8 @@ class VLLMServer:
     lock: threading.RLock = field(default_factory=threading.RLock)
     launch: tuple | None = None
     """(python, options, log_dir, start_timeout_s) of a server we started: what a restart needs."""
+    restarts: int = 0
+    """How many times it was started again after it died (`revive`)."""
 
     # -- requests ------------------------------------------------------------------------------------
     def post(self, path: str, body: dict | None = None, timeout_s: float = 300.0) -> str:
@@ -94,8 +109,9 @@ class VLLMServer:
 
     def use_weights(self, folder: Path) -> None:
         """Hold `folder`'s weights (same architecture), unless they are there already: reloaded in place, or,
-        for a model whose output layer is tied to its embeddings, by a restart (vLLM 0.32's in-place reload
-        leaves the tied output layer at its old weights: "ParallelLMHead: Failed to load weights")."""
+        for a model whose output layer is tied to its embeddings and changed, by a restart (vLLM 0.32's
+        in-place reload leaves the tied output layer at its old weights: "ParallelLMHead: Failed to load
+        weights"). A merged LoRA adapter leaves the embeddings as they were, so it reloads in place."""
         folder = str(Path(folder).resolve())
         with self.lock:
             if folder == self.weights:
@@ -103,7 +119,7 @@ class VLLMServer:
             if self.process is None:
                 raise VLLMError(f"vLLM at {self.base_url} serves {self.weights or 'a model of its own'}; coevo swaps "
                                 f"weights only in a server it started, and {folder} was asked for")
-            if _tied(Path(folder)):
+            if _tied(Path(folder)) and not _same_output_layer(Path(self.weights), Path(folder)):
                 self.stop()
                 self.base_url, self.process, self.log_path = _spawn(Path(folder), *self.launch)
                 self.adapters.clear()
@@ -111,6 +127,23 @@ class VLLMServer:
                 self.post("/collective_rpc", {"method": "reload_weights", "kwargs": {"weights_path": folder}})
                 self.reset_prefix_cache()
             self.weights = folder
+
+    def revive(self, limit: int) -> None:
+        """Start a server of ours that died (the OOM killer, an engine crash) again, on the weights it held;
+        adapters are loaded again as policies ask for them. The requests in flight when it died have failed
+        (their episodes are recorded as policy errors); later ones go on. After `limit` restarts it stays
+        dead, and every request fails with its log's tail."""
+        with self.lock:
+            if self.alive():
+                return
+            died = f"vLLM at {self.base_url} exited with {self.process.returncode}"
+            if self.restarts >= limit:
+                raise VLLMError(f"{died}; it was restarted {self.restarts} times already (policy max_restarts "
+                                f"{limit}){self.log_tail(5)}")
+            self.restarts += 1
+            logger.warning("%s; restarting it (%d of at most %d)%s", died, self.restarts, limit, self.log_tail(5))
+            self.base_url, self.process, self.log_path = _spawn(Path(self.weights), *self.launch)
+            self.adapters.clear()
 
     def reset_prefix_cache(self) -> None:
         if self.process is not None:  # a server we started has dev mode on; one given by URL may not
@@ -207,6 +240,27 @@ def _spawn(model: Path, python: Path, options: ServerOptions, log_dir: Path,
 
 def _tied(model: Path) -> bool:
     return bool(json.loads((model / "config.json").read_text()).get("tie_word_embeddings", False))
+
+
+def _output_layer(model: Path) -> dict:
+    from safetensors import safe_open
+
+    found = {}
+    for weights in sorted(model.glob("*.safetensors")):
+        with safe_open(weights, "pt") as f:
+            names = [k for k in f.keys() if k.endswith(("embed_tokens.weight", "lm_head.weight"))]  # noqa: SIM118 - not iterable
+            found |= {k: f.get_tensor(k) for k in names}
+    return found
+
+
+def _same_output_layer(held: Path, folder: Path) -> bool:
+    """Whether a tied model's embeddings (its output layer) are the same in both folders, bit for bit."""
+    import torch
+
+    if not held.is_dir():
+        return False
+    a, b = _output_layer(held), _output_layer(folder)
+    return bool(a) and a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def _architecture(model: Path) -> str:
