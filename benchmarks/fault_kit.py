@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-QUICKSTART = REPO / "search_spaces" / "quickstart.yaml"
+QUICKSTART = REPO / "search_spaces" / "quickstart_nested.yaml"
+"""The nested case's config: the nested quickstart (SmolLM2, pulled by .ci/setup), ~15 min a run."""
 
 
 @dataclass

@@ -19,7 +19,7 @@ the whole script to about 15 minutes on 2 busy cores. Needs root (mounts, a seco
   episode, a served reply), restarts included; "-" where nothing needs recovering.
 
 Fault groups live in faults_runs.py (processes killed, servers restarted, disks filled), faults_nested.py (a
-nested search, CONFIG, default search_spaces/quickstart.yaml, SIGKILLed at seeded random points of every
+nested search, CONFIG, default search_spaces/quickstart_nested.yaml, SIGKILLed at seeded random points of every
 phase and resumed, against the same run straight through: it prints a table of its own too) and
 faults_episodes.py (sandboxes, verifiers, models, corrupt files), each a list of functions
 `(Env) -> list[Row]`; what they share is in fault_kit.py.

@@ -1,5 +1,5 @@
 """A nested search SIGKILLed at seeded random points of every phase, for benchmarks/faults.py: the config
-(`--config`, default search_spaces/quickstart.yaml) runs once straight through, then once killed at least
+(`--config`, default search_spaces/quickstart_nested.yaml) runs once straight through, then once killed at least
 MIN_KILLS times, each kill followed by `coevo search --resume`. The two final tables (rows, verdict, ratchet
 decisions: tests/search_helpers.final_table) must be equal, and so must every study's finished trials.
 Prints a table of its own: each kill and the phase it landed in, the wall times, and whether the final
