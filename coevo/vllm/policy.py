@@ -19,7 +19,8 @@ A server that dies is started again by the next request's `_hold` (at most `max_
 requests in flight when it died fail, and their episodes are recorded as policy errors.
 
 On vLLM's CPU build LoRA is slow: its ops copy each token's adapter at the server's maximum rank, and a
-1,400-token prompt prefilled 4.5x slower through an adapter of rank 16 than through the base (RESULTS.md).
+1,400-token prompt prefilled about 5x slower through an adapter of rank 16 than through the base
+(benchmarks/vllm_adapters.py).
 There `adapters: merge` serves a nested trial's adapter merged into a full folder instead, reloaded in
 place (the merge leaves the embeddings, and so a tied output layer, as they were).
 
@@ -57,7 +58,7 @@ class VLLMPolicy:
         A started server that dies is started again up to `max_restarts` times (VLLMServer.revive).
         `adapters`: how a LoRA adapter `model` is served: "lora" hot-loads it over the base; "merge" merges it
         into a full folder (under log_dir) and reloads the server's weights in place, which is what to use
-        on vLLM's CPU build, where LoRA prefills run 4.5x slower (RESULTS.md)."""
+        on vLLM's CPU build, where LoRA prefills run about 5x slower (benchmarks/vllm_adapters.py)."""
         from openai import OpenAI
         from transformers import AutoTokenizer
 
