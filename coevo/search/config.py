@@ -83,6 +83,9 @@ SEARCH_TRAIN_DEFAULTS = {"tasks_per_step": 4, "group_size": 4, "save_rollouts": 
 """Where a search's w-phase departs from `coevo train`'s TrainSpec defaults: small steps (one step is
 tasks_per_step x group_size episodes on CPU), no rollout files, one checkpoint kept per phase."""
 
+LORA_RANK = 8
+"""The adapter rank of nested trials when `train.lora.rank` is 0 (a trial's weights are always an adapter)."""
+
 
 class SearchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -175,6 +178,15 @@ class SearchConfig(BaseModel):
     def source(self) -> str:
         """The file it was read from, for messages about its fields (else its name)."""
         return self._source or f"search config '{self.name}'"
+
+    def vllm_defaults(self) -> dict[str, Any]:
+        """What every vLLM policy of the search shares unless `policy` says otherwise, so that scoring and
+        training run on one server: its log in the run folder, and the smallest --max-lora-rank that holds
+        the run's adapters (on vLLM's CPU build LoRA's cost grows with it)."""
+        from coevo.vllm.server import lora_rank_for
+
+        rank = (self.train.get("lora") or {}).get("rank") or LORA_RANK
+        return {"log_dir": str(self.run_dir), "max_lora_rank": lora_rank_for(rank)}
 
     _source: str = PrivateAttr("")
 

@@ -38,7 +38,7 @@ class Evaluator:
         if self._policy_cache is None or self._policy_cache[0] != checkpoint:  # vllm: one server, weights swapped
             model_spec = {"backend": "hf", **spec, "model": checkpoint}
             if model_spec["backend"] == "vllm":
-                model_spec = {**vllm_defaults(config), **model_spec}
+                model_spec = {**config.vllm_defaults(), **model_spec}
             self._policy_cache = (checkpoint, make_policy(model_spec))
         return self._policy_cache[1]
 
@@ -103,17 +103,6 @@ class Evaluator:
         return Pair(overrides=overrides, train=train or {}, checkpoint=checkpoint, generation=generation,
                     source=source, score=value, pass_at_1=s.pass_at_1, ci_low=s.ci_low, ci_high=s.ci_high,
                     per_task=per_task, mlflow_run=run_id, fingerprint=fingerprint(harness), failures=failures)
-
-
-def vllm_defaults(config) -> dict[str, Any]:
-    """What every vLLM policy of a search shares unless its `policy` says otherwise, so that scoring and
-    training run on one server: its log in the run folder, and the smallest --max-lora-rank that holds the
-    run's adapters (on vLLM's CPU build LoRA's cost grows with it)."""
-    from coevo.search.inner import LORA_RANK
-    from coevo.vllm.server import lora_rank_for
-
-    rank = (config.train.get("lora") or {}).get("rank") or LORA_RANK
-    return {"log_dir": str(config.run_dir), "max_lora_rank": lora_rank_for(rank)}
 
 
 def _trace_tags(name: str, checkpoint: str, tags: dict | None) -> dict[str, str]:

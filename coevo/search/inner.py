@@ -36,11 +36,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from coevo.search.config import LORA_RANK
 from coevo.search.context import RunContext
 from coevo.search.state import Pair
 
-LORA_RANK = 8
-"""The adapter rank of nested trials when `train.lora.rank` is 0 (a trial's weights are always an adapter)."""
 ARTIFACT_BYTES = 20 << 20
 """An adapter folder up to this size is also logged to MLflow as an artifact of its trial."""
 

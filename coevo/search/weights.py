@@ -64,14 +64,13 @@ def train_phase(ctx: RunContext, name: str, run_id: str, extra: list = ()) -> di
 def train_spec(ctx: RunContext, values: dict[str, Any], steps: int | None = None, seed: int | None = None):
     """The w-phase's TrainSpec: the config's train options, the plan's steps, and a seed per generation
     (so a w-phase after a rejected one trains on fresh instances)."""
-    from coevo.search.evaluator import vllm_defaults
     from coevo.train.spec import spec_from_dict
 
     config = ctx.inputs.config
     data = {**config.train, "steps": steps or ctx.inputs.plan.grpo_steps, "report_to": "none",
             "seed": config.seed + ctx.ledger.generation if seed is None else seed}
     if (config.policy or {}).get("backend") == "vllm":  # the run's rollouts, training's included, on vLLM
-        data["rollout_policy"] = {**vllm_defaults(config), **config.policy}
+        data["rollout_policy"] = {**config.vllm_defaults(), **config.policy}
     return spec_from_dict(data, f"{config.name}: train").with_overrides(values)
 
 
