@@ -22,6 +22,15 @@ TaskFolder = Annotated[Path, typer.Option(help="Task folder (with splits).")]
 SplitName = Annotated[str, typer.Option(help="Split to train on: train, dev, test or all.")]
 
 
+def leave_process_group() -> None:
+    """Under torchrun, leave the process group before the interpreter exits: a gloo group left to the exit
+    path aborted a rank whose work was done ("terminate called without an active exception", exit -6)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def fail(message: str) -> None:
     typer.secho(f"error: {message}", fg="red", err=True)
     raise typer.Exit(2)
@@ -148,6 +157,8 @@ def train(
                             backend=backend, image_map=image_map_from(image_map))
     except (CoevoError, ValueError, OSError) as e:
         fail(str(e))
+    finally:
+        leave_process_group()
     last = result.metrics[-1] if result.metrics else {}
     print(f"{result.steps} steps (resumed from {result.resumed_from}); last step: reward "
           f"{last.get('reward/mean', float('nan')):.3f}, pass {last.get('pass_rate', float('nan')):.3f}; "
