@@ -46,7 +46,7 @@ def summary(rows: list[tuple[int, Search, float]]) -> str:
         state = search.ctx.ledger.state
         v, t = state.verdict, state.test
         effects = [_triple(v.effects[name]) for name in ("delta_h", "delta_m", "interaction")]
-        versus = [_triple((g["gain"], g["low"], g["high"])) for g in (v.versus[a] for a in ARMS)]
+        versus = [_triple((g.gain, g.low, g.high)) for g in (v.versus[a] for a in ARMS)]
         scores = [f"{t[r].score:.3f}" for r in ("baseline", *ARMS, "co-evolved")]
         lines.append(f"| {seed} | {' | '.join(scores + effects + versus)} | "
                      f"{'yes' if v.beats_both_arms else 'no'} | {seconds / 60:.1f} |")

@@ -68,9 +68,9 @@ def test_search_runs_trials_tracks_every_pair_and_ends_with_the_test_table(finis
         other = state.test[arm]["per_task"]
         gain = sum(co["per_task"][t] - other[t] for t in other) / len(other)
         versus = verdict["versus"][arm]
-        assert versus["gain"] == pytest.approx(gain) == parent.data.metrics[f"test/co-evolved/vs_{arm}/gain"]
-        assert versus["low"] <= gain <= versus["high"]
-    assert verdict["beats_both_arms"] == all(v["low"] > 0 for v in verdict["versus"].values())
+        assert versus.gain == pytest.approx(gain) == parent.data.metrics[f"test/co-evolved/vs_{arm}/gain"]
+        assert versus.low <= gain <= versus.high
+    assert verdict["beats_both_arms"] == all(v.low > 0 for v in verdict["versus"].values())
     assert {"delta_h", "delta_m", "interaction"} == set(verdict["effects"])
     assert "test/2x2/interaction_low" in parent.data.metrics
     assert {"test_table.md", "plots"} <= {a.path for a in client.list_artifacts(state.parent_run)}

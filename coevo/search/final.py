@@ -104,9 +104,9 @@ def conclude(state: RunState, seed: int, sizes: dict[str, int], arms: bool) -> V
         record.gain, record.gain_low, record.gain_high = g.gain, g.low, g.high
     effects = two_by_two(base, test[H0_M_STAR].per_task, test[H_STAR_M0].per_task, test["co-evolved"].per_task,
                          seed=seed)
-    versus = {arm: paired_gain(test[arm].per_task, test["co-evolved"].per_task, seed=seed).__dict__
+    versus = {arm: paired_gain(test[arm].per_task, test["co-evolved"].per_task, seed=seed)
               for arm in ARMS if arm in test}
-    beats = bool(versus) and len(versus) == len(ARMS) and all(v["low"] > 0 for v in versus.values())
+    beats = bool(versus) and len(versus) == len(ARMS) and all(v.low > 0 for v in versus.values())
     warnings = []
     for role in ("test", "promotion"):
         if sizes[role] < MIN_TASKS:
@@ -128,7 +128,7 @@ def _log(ctx: RunContext, state: RunState) -> None:
                 for k in ("pass_at_1", "ci_low", "ci_high", "mean_reward")}
     metrics |= {f"test/2x2/{name}{suffix}": value for name, triple in v.effects.items()
                 for suffix, value in zip(("", "_low", "_high"), triple, strict=True)}
-    metrics |= {f"test/co-evolved/vs_{arm}/{k}": g[k] for arm, g in v.versus.items()
+    metrics |= {f"test/co-evolved/vs_{arm}/{k}": getattr(g, k) for arm, g in v.versus.items()
                 for k in ("gain", "low", "high", "wins", "losses", "ties")}
     metrics["test/co-evolved/beats_both_arms"] = float(v.beats_both_arms)
     metrics |= {f"wall_seconds/{phase}": s for phase, s in state.timings.items()}

@@ -99,8 +99,8 @@ def verdict(v: Verdict, objective: str) -> str:
     """One sentence: co-evolved against each fair arm (paired, same tasks), and whether both clear zero."""
     if not v.versus:
         return "No verdict: the fair single-lever arms did not run."
-    versus = "; ".join(f"vs {arm} {g['gain']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] ({g['wins']} wins, "
-                       f"{g['losses']} losses)" for arm, g in v.versus.items())
+    versus = "; ".join(f"vs {arm} {g.gain:+.3f} [{g.low:+.3f}, {g.high:+.3f}] ({g.wins} wins, {g.losses} losses)"
+                       for arm, g in v.versus.items())
     if v.beats_both_arms:
         return f"Co-evolved beats both fair single-lever arms beyond the paired 95% interval ({objective}: {versus})."
     return f"Co-evolved does not beat both fair single-lever arms beyond the paired 95% interval ({objective}: {versus})."

@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator, model_validator
 
+from coevo.evaluate.stats import PairedGain
+
 TRIAL_ATTRS = ("per_task", "pass_at_1", "ci_low", "ci_high", "mlflow_run", "failures", "fingerprint")
 """The Pair fields an Optuna trial keeps as user attrs (the rest come from its params and its phase)."""
 
@@ -172,23 +174,12 @@ class TableRow(Summary, Pair):
     held_out: HeldOut | None = None
 
 
-class Gain(Record):
-    """Co-evolved's paired gain over a fair arm on the test tasks (coevo.evaluate.stats.PairedGain)."""
-
-    gain: float
-    low: float
-    high: float
-    wins: int
-    losses: int
-    ties: int
-
-
 class Verdict(Record):
     """What the final table concludes (coevo/search/final.py `conclude`)."""
 
     effects: dict[str, tuple[float, float, float]]
     """The 2x2's delta_h, delta_m and interaction: (mean, low, high)."""
-    versus: dict[str, Gain] = {}
+    versus: dict[str, PairedGain] = {}
     """Per fair arm: co-evolved's paired gain over it (gain, low, high, wins, losses, ties)."""
     beats_both_arms: bool = False
     warnings: list[str] = []
