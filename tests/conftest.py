@@ -1,7 +1,9 @@
-"""Shared fixtures: small Harbor task folders written on the fly (real files, real sandboxes)."""
+"""Shared fixtures: small Harbor task folders written on the fly (real files, real sandboxes), tiny models,
+and one finished nested search that several modules read."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,63 @@ def coin(tmp_path_factory):
     from routing_helpers import coin_tasks
 
     return coin_tasks(tmp_path_factory.mktemp("coin") / "tasks")
+
+
+@dataclass
+class NestedRun:
+    folder: Path
+    """The run folder."""
+    state: object
+    """Its RunState, done."""
+    trials: list
+    """n1's Optuna trials that trained an adapter (FrozenTrial)."""
+    inputs: object
+    """The search's inputs (space, base harness), to resolve a trial's params into a harness."""
+
+
+@pytest.fixture(scope="session")
+def nested_run(tmp_path_factory) -> NestedRun:
+    """One small real nested search (search_helpers.NESTED_FIELDS: the tiny model built and trained in the
+    run, real sandboxes, sqlite Optuna and MLflow), run once and read by every test that only reads a
+    finished nested run: what it trained and tracked, and the commands run on it afterwards."""
+    import optuna
+    from search_helpers import NESTED_FIELDS, NESTED_SPACE, write_config
+
+    from coevo.search.config import load_config
+    from coevo.search.run import Search
+    from coevo.tasks.generate import generate_suite
+
+    folder = tmp_path_factory.mktemp("nested")
+    generate_suite(folder / "tasks", seed=0, per_family=3)  # the `suite` fixture's tasks
+    config = load_config(write_config(folder, folder / "tasks", **NESTED_FIELDS))
+    Path(config.space).write_text(NESTED_SPACE)
+    search = Search(config, log=lambda line: None)
+    state = search.run()
+    study = optuna.load_study(study_name="nested.n1", storage=f"sqlite:///{config.run_dir / 'optuna.db'}")
+    trials = [t for t in study.trials if "adapter" in t.user_attrs]
+    assert state.done and len(trials) == 3
+    return NestedRun(config.run_dir, state, trials, search.ctx.inputs)
+
+
+@dataclass
+class TinyRun:
+    config: object
+    """The loaded SearchConfig (search_helpers.tiny_coevolution_config)."""
+    state: object
+    """Its RunState, done."""
+
+
+@pytest.fixture(scope="session")
+def tiny_coevolution(tmp_path_factory) -> TinyRun:
+    """The alternating loop on the real tiny model (w0 -> h -> w, the arms, the final table), run once for
+    the tests that read it (tests/test_search_coevolution.py) or run it again (tests/test_search_repeat.py)."""
+    from search_helpers import tiny_coevolution_config
+
+    from coevo.search.config import load_config
+    from coevo.search.run import Search
+    from coevo.tasks.generate import generate_suite
+
+    folder = tmp_path_factory.mktemp("tiny-coevolution")
+    generate_suite(folder / "tasks", seed=0, per_family=3)
+    config = load_config(tiny_coevolution_config(folder, folder / "tasks"))
+    return TinyRun(config, Search(config, log=lambda line: None).run())

@@ -28,6 +28,40 @@ limits.max_turns: {type: int, low: 3, high: 8}
 """
 
 
+NESTED_SPACE = """
+templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.j2]}
+recovery.format_error_feedback: {type: categorical, choices: [true, false]}
+"""
+"""Two harness dimensions that change what the model sees (so the trials' fingerprints differ), and short
+episodes: the tiny model scores every pair itself."""
+NESTED_FIELDS = {"name": "nested", "schedule": "n", "policy": None, "train": {"sft_epochs": 1},
+                 "overrides": {"limits.max_turns": 3, "limits.max_tokens_per_turn": 48},
+                 "splits": {"promotion": 4, "test": 6, "held_out": 0},
+                 "plan": {"trials": 3, "dev_tasks": 4, "batches": 2, "train_tasks": 3, "top_k": 2}}
+"""A small nested search (schedule "n") whose every pair the tiny model, trained in the run, scores itself
+(policy None): conftest's `nested_run` runs it once for the session."""
+
+
+def tiny_coevolution_config(folder: Path, tasks: Path) -> Path:
+    """The whole alternating loop on the real tiny model, kept small (few tasks, short episodes, one GRPO
+    step): w0 (SFT) -> h (Optuna) -> w (TRL GRPO, then re-scoring), the fair arms and the final table.
+    conftest's `tiny_coevolution` runs it once; tests/test_search_repeat.py runs it again to compare."""
+    (folder / "space.yaml").write_text(
+        "limits.max_turns: {type: int, low: 2, high: 3}\n"
+        "templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.j2]}\n"
+        "train.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-3, log: true}\n")
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "tiny", "tasks": str(tasks), "harness": str(ROOT / "harnesses" / "mini_bash.yaml"),
+        "space": str(folder / "space.yaml"), "runs_dir": str(folder / "runs"), "schedule": "w0 -> h -> w",
+        "overrides": {"limits.max_turns": 2, "limits.max_tokens_per_turn": 48},
+        "train": {"tasks_per_step": 2, "group_size": 2},
+        "plan": {"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 2, "warmstart_epochs": 1,
+                 "warmstart_augment": 0, "grpo_steps": 1, "top_k": 1, "train_trials": 2},
+        "splits": {"promotion": 6, "test": 8}}))
+    return path
+
+
 def write_config(folder: Path, suite: Path, **fields) -> Path:
     (folder / "space.yaml").write_text(SMALL_SPACE)
     config = {"tasks": str(suite), "harness": str(ROOT / "harnesses" / "terminus_json.yaml"),
@@ -152,13 +186,13 @@ def running_trials(run_dir: Path) -> list[str]:
         "s.study_id WHERE t.state = 'RUNNING' ORDER BY s.study_name, t.number")]
 
 
-def search_process(args: list[str], log: Path) -> subprocess.Popen:
+def search_process(args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     """`coevo search ARGS` in a session of its own (a kill of its group takes its sandboxes with it), its
-    output appended to `log`."""
+    output appended to `log`; `env` is added to this process's environment."""
     with open(log, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", "coevo.cli", "search", *args], cwd=ROOT, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"})
+                                env={**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", **(env or {})})
 
 
 def _log_size(run_dir: Path) -> int:

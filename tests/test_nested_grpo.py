@@ -10,8 +10,7 @@ import signal
 import time
 from pathlib import Path
 
-from search_helpers import search_process, write_config
-from test_search_nested import NESTED_SPACE
+from search_helpers import NESTED_SPACE, search_process, write_config
 
 FIELDS = {"schedule": "n", "policy": None, "arms": False,
           "train": {"sft_epochs": 1, "temperature": 1.0, "reward": "partial", "tasks_per_step": 1, "group_size": 4,

@@ -2,51 +2,25 @@
 pair (harness, adapter) with the harness fingerprint the adapter was trained under, `coevo ui`'s saved view
 opens on the objective, the harness fields that differ and the adapter, `coevo export` merges an adapter over
 its base into a bundle that records it, and `coevo check` estimates a nested config's time. One small real
-nested search (the tiny model trained in the run, real sandboxes, sqlite Optuna and MLflow) serves them all."""
+nested search serves them all (conftest's `nested_run`, shared with tests/test_search_nested.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-from search_helpers import write_config
+from search_helpers import NESTED_FIELDS, NESTED_SPACE, write_config
 from typer.testing import CliRunner
 
 from coevo.cli import app
 
-NESTED_SPACE = """
-templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.j2]}
-recovery.format_error_feedback: {type: categorical, choices: [true, false]}
-"""
-FIELDS = {"name": "nested", "schedule": "n", "policy": None, "train": {"sft_epochs": 1},
-          "overrides": {"limits.max_turns": 3, "limits.max_tokens_per_turn": 48},
-          "splits": {"promotion": 4, "test": 6, "held_out": 0},
-          "plan": {"trials": 3, "dev_tasks": 4, "batches": 2, "train_tasks": 3, "top_k": 2}}
 ENV = {"COLUMNS": "400"}
-
-
-@pytest.fixture(scope="module")
-def nested_run(suite, tmp_path_factory):
-    import optuna
-
-    from coevo.search.config import load_config
-    from coevo.search.run import Search
-
-    folder = tmp_path_factory.mktemp("nested")
-    config = load_config(write_config(folder, suite, **FIELDS))
-    Path(config.space).write_text(NESTED_SPACE)
-    state = Search(config, log=lambda line: None).run()
-    study = optuna.load_study(study_name="nested.n1", storage=f"sqlite:///{config.run_dir / 'optuna.db'}")
-    trials = [t for t in study.trials if "adapter" in t.user_attrs]
-    assert state.done and len(trials) == 3
-    return config.run_dir, state, trials
 
 
 def test_compare_lists_each_nested_trial_as_its_harness_and_adapter(nested_run):
     from coevo.search.report import variant_rows
 
-    folder, _, trials = nested_run
+    folder, trials = nested_run.folder, nested_run.trials
     rows = {r["run"]: r for r in variant_rows(folder)}
     for t in trials:
         row = rows[f"{t.user_attrs['label']} eval"]
@@ -68,7 +42,7 @@ def test_the_ui_view_opens_on_objective_differing_fields_and_adapter(nested_run)
 
     from coevo.search.ui import VIEW_KEY, prepare
 
-    folder, _, trials = nested_run
+    folder, trials = nested_run.folder, nested_run.trials
     uri, _, _, experiment_id = prepare(folder)
     client = MlflowClient(uri)
     view = json.loads(client.get_experiment(experiment_id).tags[f"mlflow.sharedViewState.{VIEW_KEY}"])
@@ -94,7 +68,7 @@ def test_export_bundles_a_nested_trials_pair_with_its_adapter_merged(nested_run,
     from coevo.policy import make_policy
     from coevo.train.lora import is_adapter
 
-    folder, _, trials = nested_run
+    folder, trials = nested_run.folder, nested_run.trials
     trial = trials[-1].user_attrs
     adapter = Path(trial["adapter"])
     assert is_adapter(adapter)
@@ -128,7 +102,7 @@ def test_export_bundles_a_nested_trials_pair_with_its_adapter_merged(nested_run,
 def test_a_phases_merged_best_is_traced_to_its_trials_adapter(nested_run):
     from coevo.search.report import adapter_record
 
-    folder, state, trials = nested_run
+    folder, state, trials = nested_run.folder, nested_run.state, nested_run.trials
     best = state.pool[0]  # the phase's best pair, merged into checkpoints/n1
     assert Path(best.checkpoint) == folder / "checkpoints" / "n1" and best.trial is not None
     record = adapter_record(folder, best.checkpoint, best.trial)
@@ -141,7 +115,7 @@ def test_a_phases_merged_best_is_traced_to_its_trials_adapter(nested_run):
 def test_check_estimates_a_nested_configs_time(suite, tmp_path):
     from coevo.search.preflight import preflight
 
-    config = write_config(tmp_path, suite, **FIELDS)
+    config = write_config(tmp_path, suite, **NESTED_FIELDS)
     (tmp_path / "space.yaml").write_text(NESTED_SPACE)
     rows = {r.check: r for r in preflight(config)}
     estimate = rows["estimate"]

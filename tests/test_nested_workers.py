@@ -10,8 +10,7 @@ import signal
 import time
 from pathlib import Path
 
-from search_helpers import search_process, study_trials, write_config
-from test_search_nested import NESTED_SPACE
+from search_helpers import NESTED_SPACE, search_process, study_trials, write_config
 
 TRIALS = 4
 
@@ -26,8 +25,11 @@ def test_a_worker_runs_nested_trials_with_adapters_of_its_own(suite, tmp_path):
         plan={"trials": TRIALS, "dev_tasks": 4, "batches": 2, "train_tasks": 3, "top_k": 2})
     (tmp_path / "space.yaml").write_text(NESTED_SPACE)
     run_dir = tmp_path / "runs" / "nestedworkers"
-    worker = search_process([str(config), "--worker"], tmp_path / "worker.log")  # waits for the run
-    owner = search_process([str(config)], tmp_path / "owner.log")
+    # One torch thread each: two processes training at once, each with a thread per core, spin against
+    # each other on 2 cores: this test took 141 to 231 s so, and 53 s with one thread each.
+    one_core = {"OMP_NUM_THREADS": "1"}
+    worker = search_process([str(config), "--worker"], tmp_path / "worker.log", one_core)  # waits for the run
+    owner = search_process([str(config)], tmp_path / "owner.log", one_core)
     try:
         # The worker can only join once the owner has opened n1 (after the tiny model and the baseline).
         deadline = time.monotonic() + 300  # a hang guard, not a speed bound: 170 s was passed by 0.2 s

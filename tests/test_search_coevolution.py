@@ -1,6 +1,7 @@
 """The whole loop with the real tiny model: w0 (SFT) -> h (Optuna) -> w (TRL GRPO, then re-scoring), the
 four-row test table, and an exported bundle that `coevo eval --bundle` scores within its interval.
-Kept small (few tasks, short episodes, one GRPO step): the point is that every piece runs for real."""
+Kept small (few tasks, short episodes, one GRPO step): the point is that every piece runs for real. The run
+is conftest's `tiny_coevolution`, which tests/test_search_repeat.py runs a second time."""
 
 from __future__ import annotations
 
@@ -9,33 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_tiny_model_coevolution_trains_rescores_and_exports(tmp_path):
+def test_tiny_model_coevolution_trains_rescores_and_exports(tiny_coevolution, tmp_path):
+    """conftest's `tiny_coevolution` (search_helpers.tiny_coevolution_config)."""
     from mlflow import MlflowClient
 
-    from coevo.search.config import load_config
-    from coevo.search.run import Search
-    from coevo.tasks.generate import generate_suite
-
-    generate_suite(tmp_path / "tasks", seed=0, per_family=3)
-    (tmp_path / "space.yaml").write_text(
-        "limits.max_turns: {type: int, low: 2, high: 3}\n"
-        "templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.j2]}\n"
-        "train.learning_rate: {type: float, low: 1.0e-5, high: 1.0e-3, log: true}\n")
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump({
-        "name": "tiny", "tasks": str(tmp_path / "tasks"), "harness": str(ROOT / "harnesses" / "mini_bash.yaml"),
-        "space": str(tmp_path / "space.yaml"), "runs_dir": str(tmp_path / "runs"), "schedule": "w0 -> h -> w",
-        "overrides": {"limits.max_turns": 2, "limits.max_tokens_per_turn": 48},
-        "train": {"tasks_per_step": 2, "group_size": 2},
-        "plan": {"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 2, "warmstart_epochs": 1, "warmstart_augment": 0,
-                 "grpo_steps": 1, "top_k": 1, "train_trials": 2}, "splits": {"promotion": 6, "test": 8}}))
-    config = load_config(tmp_path / "config.yaml")
-    state = Search(config, log=lambda line: None).run()
-
+    config, state = tiny_coevolution.config, tiny_coevolution.state
     w0, g1 = (Path(c) for c in state.checkpoints)
     assert w0.name == "w0" and (g1 / "config.json").is_file()
     assert g1.parent.parent.name in ("w1-t0", "w1-t1")  # TRL GRPO's checkpoint of the better training run

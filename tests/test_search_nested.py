@@ -18,34 +18,18 @@ from search_helpers import (
     write_config,
 )
 
-NESTED_SPACE = """
-templates.system: {type: categorical, choices: [system_terse.j2, system_verbose.j2]}
-recovery.format_error_feedback: {type: categorical, choices: [true, false]}
-"""
-"""Two harness dimensions that change what the model sees (so the trials' fingerprints differ), and short
-episodes: the tiny model scores every pair itself."""
 
-
-def test_a_nested_search_scores_each_harness_with_an_adapter_trained_under_it(suite, tmp_path):
+def test_a_nested_search_scores_each_harness_with_an_adapter_trained_under_it(nested_run):
+    """conftest's `nested_run`: the tiny model scores every pair itself (policy None)."""
     import optuna
     from mlflow import MlflowClient
     from safetensors.torch import load_file
 
     from coevo.harness.fingerprint import fingerprint
     from coevo.rollout import load_trajectories
-    from coevo.search.config import load_config
-    from coevo.search.run import Search
     from coevo.search.space import split_overrides
 
-    config = load_config(write_config(  # policy None: every pair is scored by the tiny model itself
-        tmp_path, suite, name="nested", schedule="n", policy=None, train={"sft_epochs": 1},
-        overrides={"limits.max_turns": 3, "limits.max_tokens_per_turn": 48},
-        splits={"promotion": 6, "test": 6, "held_out": 0},
-        plan={"trials": 3, "dev_tasks": 4, "batches": 2, "train_tasks": 3, "top_k": 2}))
-    Path(config.space).write_text(NESTED_SPACE)
-    search = Search(config, log=lambda line: None)
-    state = search.run()
-    inputs, run_dir = search.ctx.inputs, config.run_dir
+    state, inputs, run_dir = nested_run.state, nested_run.inputs, nested_run.folder
     assert state.done and state.checkpoints[-1] == str(run_dir / "checkpoints" / "n1")
     assert (run_dir / "checkpoints" / "n1" / "config.json").is_file()  # the best pair, merged: a plain folder
     study = optuna.load_study(study_name="nested.n1", storage=f"sqlite:///{run_dir / 'optuna.db'}")
@@ -94,7 +78,8 @@ def test_a_nested_search_killed_in_every_phase_resumes_to_the_same_table(suite, 
     from coevo.search.state import load_state
 
     fields = {"name": "nested", "schedule": "n", "train": {"sft_epochs": 1},
-              "plan": {"trials": 4, "dev_tasks": 8, "batches": 2, "train_tasks": 3, "top_k": 2}}
+              "splits": {"promotion": 6, "test": 6, "held_out": 0},
+              "plan": {"trials": 4, "dev_tasks": 4, "batches": 2, "train_tasks": 3, "top_k": 2}}
     runs = {}
     for kind in ("straight", "killed"):
         (tmp_path / kind).mkdir()

@@ -4,37 +4,20 @@ resumes without scoring any pair twice."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
-from search_helpers import ROOT, final_table, write_config
+from search_helpers import final_table, tiny_coevolution_config, write_config
 
 
-def tiny_config(folder: Path, suite: Path) -> Path:
-    (folder / "space.yaml").write_text("limits.max_turns: {type: int, low: 2, high: 3}\n"
-                                      "recovery.nonzero_exit_hint: {type: categorical, choices: [false, true]}\n")
-    path = folder / "config.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "repeat", "tasks": str(suite), "harness": str(ROOT / "harnesses" / "mini_bash.yaml"),
-        "space": str(folder / "space.yaml"), "runs_dir": str(folder / "runs"), "schedule": "w0 -> h -> w",
-        "overrides": {"limits.max_tokens_per_turn": 48}, "train": {"tasks_per_step": 2, "group_size": 2},
-        "splits": {"promotion": 6, "test": 8},
-        "plan": {"trials": 2, "dev_tasks": 4, "batches": 1, "train_tasks": 4, "warmstart_epochs": 1,
-                 "warmstart_augment": 0, "grpo_steps": 1, "top_k": 2}}))
-    return path
-
-
-def test_the_same_config_and_seed_twice_give_an_identical_table(suite, tmp_path):
+def test_the_same_config_and_seed_twice_give_an_identical_table(tiny_coevolution, tmp_path):
+    """conftest's `tiny_coevolution` again, in a folder of its own, after whatever else this test process
+    ran since (the run seeds every generator it uses)."""
     from coevo.search.config import load_config
     from coevo.search.run import Search
 
-    tables = []
-    for attempt in ("first", "second"):
-        (tmp_path / attempt).mkdir()
-        config = load_config(tiny_config(tmp_path / attempt, suite))
-        tables.append(final_table(Search(config, log=lambda line: None).run()))
-    assert tables[0] == tables[1]
+    first = tiny_coevolution.config
+    again = load_config(tiny_coevolution_config(tmp_path, first.tasks))  # the same tasks, another folder
+    tables = [final_table(tiny_coevolution.state), final_table(Search(again, log=lambda line: None).run())]
+    assert again.run_dir != first.run_dir and tables[0] == tables[1]
     assert tables[0]["rows"]["baseline"]["generation"] == 0 and len(tables[0]["rows"]) == 6
 
 

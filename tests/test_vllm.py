@@ -5,8 +5,8 @@ step before (LoRA hot-loaded, and full weights reloaded in place), a rollout in 
 lockstep, and a killed server, which ends its episodes as recorded failures rather than hanging the run.
 
 One server is started for the module (about a minute on 2 cores) and shared, as a search shares it. The
-full-weights test restarts it (a tied model), so it runs late; the killed-server test runs last and starts
-its own.
+full-weights test restarts it (a tied model), so it runs late; the killed-server test kills it, so it
+runs last.
 """
 
 from __future__ import annotations
@@ -281,30 +281,27 @@ def test_full_weights_are_pushed_and_sampled(vllm, hf, tiny_dense, tmp_path):
     assert statistics.mean(abs(a - b) for c, d in zip(reloaded, local) for a, b in zip(c.logprobs, d.logprobs)) < 1e-3
 
 
-def test_a_killed_server_ends_its_episodes_as_recorded_failures_or_is_started_again(tiny_dense, coin, tmp_path):
+def test_a_killed_server_ends_its_episodes_as_recorded_failures_or_is_started_again(vllm, coin):
     """SIGKILL the server: with no restart left, every episode ends as policy_error naming vLLM and its exit,
     and the rollout returns; with one, the next request starts it again on the same weights and the
-    episodes run."""
+    episodes run. The module's server, killed last."""
     import os
     import signal
 
     from coevo.rollout import rollout
     from coevo.tasks import load_taskset
-    from coevo.vllm.server import stop_all
 
-    stop_all()  # a server of its own: killing the module's would leave nothing to compare
-    policy = make_policy({"backend": "vllm", "model": str(tiny_dense), "max_model_len": 2048,
-                          "log_dir": str(tmp_path), "max_restarts": 0})
-    os.killpg(policy.server.process.pid, signal.SIGKILL)
-    policy.server.process.wait(timeout=30)
+    server, weights = vllm.server, vllm.server.weights
+    vllm.max_restarts, restarts = 0, server.restarts
+    os.killpg(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=30)
     tasks = load_taskset(coin).tasks
-    trajectories = rollout(tasks, short_harness(), policy, n_per_task=2, seed=0)
+    trajectories = rollout(tasks, short_harness(), vllm, n_per_task=2, seed=0)
     assert {t.status for t in trajectories} == {"policy_error"}
     assert all("vLLM" in t.error and "exited with -9" in t.error and "max_restarts 0" in t.error
                for t in trajectories), trajectories[0].error
-    policy.max_restarts = 1
-    trajectories = rollout(tasks, short_harness(), policy, n_per_task=2, seed=0)
+    vllm.max_restarts = restarts + 1
+    trajectories = rollout(tasks, short_harness(), vllm, n_per_task=2, seed=0)
     assert "policy_error" not in {t.status for t in trajectories}, trajectories[0].error
-    assert policy.server.restarts == 1 and policy.server.alive()
+    assert server.restarts == restarts + 1 and server.alive() and server.weights == weights
     assert all(t.model_tokens for t in trajectories)  # sampled by the restarted server
-    stop_all()

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from search_helpers import write_config
-from test_search_nested import NESTED_SPACE
+from search_helpers import NESTED_SPACE, write_config
 
 
 def test_a_nested_search_on_vllm_scores_each_trial_with_its_adapter_loaded_in_the_server(suite, tmp_path):

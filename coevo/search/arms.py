@@ -86,12 +86,14 @@ def harness_arm(ctx: RunContext, run_id: str) -> tuple[Pair, int]:
         return baseline, 0
     study = phase_study(ctx, "arm-harness")  # its sampler is seeded per trial (run_trials): a resume stays exact
     arm_instructions(ctx, h_phases_on_g0(ctx.inputs.schedule), run_id, baseline)  # evolve keys: g0's GEPA texts
-    if not study.trials:
-        for phase in h_phases_on_g0(ctx.inputs.schedule):
-            done = phase_study(ctx, phase)
-            study.add_trials(widened(ctx.inputs.space, done.get_trials(deepcopy=False, states=FINISHED)))
-    ctx.log(f"arm {HARNESS_ARM}: {budget} h-trials on generation 0 ({len(study.trials)} from the run's g0 "
-            "h-phases)")
+    if study.trials:  # a resume: what it copied, and any trials of its own, are in its study already
+        where = f"resumed, {len(study.trials)} trials in its study"
+    else:
+        copied = [t for phase in h_phases_on_g0(ctx.inputs.schedule) for t in widened(
+            ctx.inputs.space, phase_study(ctx, phase).get_trials(deepcopy=False, states=FINISHED))]
+        study.add_trials(copied)
+        where = f"{len(copied)} from the run's g0 h-phases"
+    ctx.log(f"arm {HARNESS_ARM}: {budget} h-trials on generation 0 ({where})")
     # Seeded trials (w0's robustness pairs) were scored before any h-phase, for both arms alike: on top.
     seeded = sum("source" in t.user_attrs for t in study.get_trials(deepcopy=False))
     objective = HarnessObjective(ctx, "arm-harness", run_id, study.study_name, start=baseline)
