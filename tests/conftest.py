@@ -1,5 +1,5 @@
 """Shared fixtures: small Harbor task folders written on the fly (real files, real sandboxes), tiny models,
-and one finished nested search that several modules read."""
+and two finished searches that several modules read (a small nested one, and the tiny alternating loop)."""
 
 from __future__ import annotations
 
